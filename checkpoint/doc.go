@@ -1,0 +1,2 @@
+// Package checkpoint is part of spotcheck; see the module documentation.
+package checkpoint

@@ -1,0 +1,2 @@
+// Package testpeers starts real servers (S3, EC2 metadata) for tests.
+package testpeers

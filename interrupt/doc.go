@@ -1,0 +1,2 @@
+// Package interrupt is part of spotcheck; see the module documentation.
+package interrupt

@@ -1,0 +1,2 @@
+// Package pricing is part of spotcheck; see the module documentation.
+package pricing

@@ -1,0 +1,2 @@
+// Package storage is part of spotcheck; see the module documentation.
+package storage

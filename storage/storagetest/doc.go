@@ -1,0 +1,2 @@
+// Package storagetest is the conformance suite every spotcheck bucket passes.
+package storagetest
