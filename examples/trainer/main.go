@@ -47,6 +47,7 @@ type options struct {
 	Grace       time.Duration
 	Margin      time.Duration
 	Progress    string // "auto", "bar", "json"
+	LogEvery    int64
 }
 
 func main() {
@@ -129,8 +130,12 @@ Flags:
 	fs.DurationVar(&o.Grace, "grace", 30*time.Second, "time a signal leaves before the process is killed (Kubernetes terminationGracePeriodSeconds)")
 	fs.DurationVar(&o.Margin, "margin", 2*time.Second, "finish the emergency checkpoint this long before the notice's deadline")
 	fs.StringVar(&o.Progress, "progress", "auto", "progress output: bar (terminal), json (log/slog JSON lines on stderr), auto")
+	fs.Int64Var(&o.LogEvery, "log-every", 0, "in JSON mode, log progress every this many steps (0: -steps/10)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if o.LogEvery <= 0 {
+		o.LogEvery = max(o.Steps/10, 1)
 	}
 	var bad []string
 	if fs.NArg() > 0 {

@@ -111,7 +111,7 @@ func (t *trainer) train(parent context.Context) error {
 		_ = t.bar.Set64(step)
 	}
 	sched := newScheduler(o)
-	logEvery := max(o.Steps/10, 1)
+	logEvery := o.LogEvery
 	start, startStep := time.Now(), step
 	for step < o.Steps && ctx.Err() == nil {
 		loss, err := model.step(trainSet, ld.next(o.Batch))

@@ -1,0 +1,343 @@
+package main
+
+// End-to-end tests of bit-exact resume. The trainer runs as a child process
+// (built once in TestMain, without the race detector so that each run takes
+// a second or two) and is stopped by SIGTERM at a random step, by SIGKILL at
+// random moments, and by the EC2 metadata mock's spot interruption notice.
+// Every scenario must end with the same final weights digest as an
+// uninterrupted run of the same flags.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var trainerBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "trainer-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	trainerBin = filepath.Join(dir, "trainer")
+	build := exec.Command("go", "build", "-o", trainerBin, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the trainer for the resume tests:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// testRand returns a generator for the random steps and moments of a test,
+// seeded from TRAINER_TEST_SEED if set (to replay a failure), else the clock.
+func testRand(t *testing.T) *rand.Rand {
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("TRAINER_TEST_SEED"); s != "" {
+		var err error
+		if seed, err = strconv.ParseUint(s, 10, 64); err != nil {
+			t.Fatalf("TRAINER_TEST_SEED=%q: %v", s, err)
+		}
+	}
+	t.Logf("random choices from TRAINER_TEST_SEED=%d", seed)
+	return rand.New(rand.NewPCG(seed, 0))
+}
+
+// child is one trainer process.
+type child struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	recs   chan logRecord
+	mu     sync.Mutex
+	log    []string
+	done   chan struct{}
+	code   int
+}
+
+type logRecord map[string]any
+
+func (r logRecord) msg() string { s, _ := r["msg"].(string); return s }
+
+func (r logRecord) int(key string) int64 {
+	f, _ := r[key].(float64)
+	return int64(f)
+}
+
+// startChild runs the trainer with args and extra environment.
+func startChild(t *testing.T, env []string, args ...string) *child {
+	t.Helper()
+	c := &child{t: t, recs: make(chan logRecord, 4096), done: make(chan struct{})}
+	c.cmd = exec.Command(trainerBin, args...)
+	c.cmd.Env = append(os.Environ(), env...)
+	c.cmd.Stdout = &c.stdout
+	stderr, err := c.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(c.done)
+		defer close(c.recs)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			c.mu.Lock()
+			c.log = append(c.log, line)
+			c.mu.Unlock()
+			var r logRecord
+			if json.Unmarshal([]byte(line), &r) == nil {
+				select {
+				case c.recs <- r:
+				default:
+				}
+			}
+		}
+		err := c.cmd.Wait()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			c.code = 0
+		case errors.As(err, &ee):
+			c.code = ee.ExitCode() // -1 when killed by a signal
+		default:
+			c.code = -2
+		}
+	}()
+	t.Cleanup(func() {
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	})
+	return c
+}
+
+// waitFor reads the child's log until pred matches a record; it fails the
+// test if the child exits first.
+func (c *child) waitFor(what string, pred func(logRecord) bool) logRecord {
+	c.t.Helper()
+	for r := range c.recs {
+		if pred(r) {
+			return r
+		}
+	}
+	<-c.done
+	c.t.Fatalf("trainer exited (status %d) before logging %s; its log:\n%s", c.code, what, c.logText())
+	return nil
+}
+
+func (c *child) wait() int {
+	go func() {
+		for range c.recs {
+		}
+	}()
+	<-c.done
+	return c.code
+}
+
+func (c *child) logText() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return strings.Join(c.log, "\n")
+}
+
+// find returns the records with message msg.
+func (c *child) find(msg string) []logRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []logRecord
+	for _, l := range c.log {
+		var r logRecord
+		if json.Unmarshal([]byte(l), &r) == nil && r.msg() == msg {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+var digestRE = regexp.MustCompile(`(?m)^final weights sha256: ([0-9a-f]{64})$`)
+
+// finish waits for a run that must complete and returns its digest.
+func (c *child) finish() string {
+	c.t.Helper()
+	if code := c.wait(); code != exitOK {
+		c.t.Fatalf("trainer exited with status %d, want %d; log:\n%s", code, exitOK, c.logText())
+	}
+	m := digestRE.FindStringSubmatch(c.stdout.String())
+	if m == nil {
+		c.t.Fatalf("no final weights digest in the output:\n%s", c.stdout.String())
+	}
+	return m[1]
+}
+
+// The scenario the end-to-end tests share: small enough for a second or two.
+const testSteps = 2000
+
+func baseArgs(store string, steps int64) []string {
+	return []string{"-store", store, "-steps", strconv.FormatInt(steps, 10), "-seed", "7", "-every", "50",
+		"-plot", "", "-progress", "json", "-detect=false", "-log-every", "10"}
+}
+
+var refs sync.Map // steps -> *refResult
+
+type refResult struct {
+	once   sync.Once
+	digest string
+	took   time.Duration
+}
+
+// reference returns the digest of an uninterrupted run of steps steps, and
+// how long that run took (to pick random kill moments inside a run).
+func reference(t *testing.T, steps int64) (string, time.Duration) {
+	t.Helper()
+	v, _ := refs.LoadOrStore(steps, &refResult{})
+	r := v.(*refResult)
+	r.once.Do(func() {
+		began := time.Now()
+		c := startChild(t, nil, baseArgs(t.TempDir(), steps)...)
+		r.digest = c.finish()
+		r.took = time.Since(began)
+		t.Logf("reference run of %d steps: digest %s in %v", steps, r.digest, r.took)
+	})
+	if r.digest == "" {
+		t.Fatal("the reference run failed")
+	}
+	return r.digest, r.took
+}
+
+// sigtermAtRandomStep runs the trainer on store until a random step, sends
+// SIGTERM, checks the emergency checkpoint and the exit status, and returns
+// the step it stopped at.
+func sigtermAtRandomStep(t *testing.T, rng *rand.Rand, env []string, store string) int64 {
+	t.Helper()
+	target := 1 + rng.Int64N(testSteps*8/10)
+	c := startChild(t, env, baseArgs(store, testSteps)...)
+	c.waitFor(fmt.Sprintf("progress at step >= %d", target), func(r logRecord) bool {
+		return r.msg() == "progress" && r.int("step") >= target
+	})
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.wait(); code != exitInterrupted {
+		t.Fatalf("after SIGTERM the trainer exited with status %d, want %d; log:\n%s", code, exitInterrupted, c.logText())
+	}
+	saved := c.find("emergency checkpoint saved")
+	if len(saved) != 1 {
+		t.Fatalf("want one emergency checkpoint, log has %d:\n%s", len(saved), c.logText())
+	}
+	step := saved[0].int("step")
+	if step < target || step >= testSteps {
+		t.Fatalf("emergency checkpoint at step %d, want in [%d, %d)", step, target, testSteps)
+	}
+	t.Logf("SIGTERM after step %d: stopped and saved at step %d", target, step)
+	return step
+}
+
+// sigkillAtRandomMoment starts the trainer and kills it with SIGKILL after a
+// random delay within the length of a whole run.
+func sigkillAtRandomMoment(t *testing.T, rng *rand.Rand, env []string, store string, runTime time.Duration) {
+	t.Helper()
+	delay := time.Duration(rng.Int64N(int64(runTime)))
+	c := startChild(t, env, baseArgs(store, testSteps)...)
+	time.Sleep(delay)
+	_ = c.cmd.Process.Signal(syscall.SIGKILL)
+	code := c.wait()
+	last := int64(0)
+	if p := c.find("progress"); len(p) > 0 {
+		last = p[len(p)-1].int("step")
+	}
+	t.Logf("SIGKILL after %v: exit status %d, last progress step %d", delay.Round(time.Millisecond), code, last)
+}
+
+// resumeToEnd runs the trainer to completion on store and checks that it
+// resumed (from step at least minStep) and reached want.
+func resumeToEnd(t *testing.T, env []string, store string, minStep int64, want string) {
+	t.Helper()
+	c := startChild(t, env, baseArgs(store, testSteps)...)
+	got := c.finish()
+	if minStep > 0 {
+		res := c.find("resumed")
+		if len(res) != 1 || res[0].int("step") < minStep {
+			t.Fatalf("want a resume from step >= %d, log:\n%s", minStep, c.logText())
+		}
+	}
+	if got != want {
+		t.Fatalf("final weights sha256 after resume = %s, uninterrupted run = %s", got, want)
+	}
+}
+
+func TestResumeAfterSIGTERMIsBitExact(t *testing.T) {
+	want, _ := reference(t, testSteps)
+	rng := testRand(t)
+	for trial := range 3 {
+		t.Run(fmt.Sprintf("trial%d", trial), func(t *testing.T) {
+			store := t.TempDir()
+			step := sigtermAtRandomStep(t, rng, nil, store)
+			resumeToEnd(t, nil, store, step, want)
+		})
+	}
+}
+
+func TestResumeAfterSIGKILLIsBitExact(t *testing.T) {
+	want, took := reference(t, testSteps)
+	rng := testRand(t)
+	store := t.TempDir()
+	for range 4 {
+		sigkillAtRandomMoment(t, rng, nil, store, took)
+	}
+	resumeToEnd(t, nil, store, 0, want)
+}
+
+// TestInterruptAtInProcess runs the trainer in the test process (so the race
+// detector watches the training loop and the background saves) with a
+// simulated notice at a random step, then resumes it.
+func TestInterruptAtInProcess(t *testing.T) {
+	rng := testRand(t)
+	const steps = 300
+	args := func(store string, extra ...string) []string {
+		return append([]string{"-store", store, "-steps", strconv.Itoa(steps), "-seed", "3", "-every", "20",
+			"-plot", filepath.Join(t.TempDir(), "loss.png"), "-progress", "json", "-detect=false"}, extra...)
+	}
+	runIn := func(args []string, wantCode int) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if code := run(context.Background(), args, &stdout, &stderr); code != wantCode {
+			t.Fatalf("trainer %q exited with status %d, want %d; log:\n%s", args, code, wantCode, stderr.String())
+		}
+		m := digestRE.FindStringSubmatch(stdout.String())
+		if wantCode == exitOK && m == nil {
+			t.Fatalf("no digest in the output:\n%s", stdout.String())
+		}
+		if m == nil {
+			return ""
+		}
+		return m[1]
+	}
+	want := runIn(args(t.TempDir()), exitOK)
+	store := t.TempDir()
+	at := 1 + rng.IntN(steps-1)
+	runIn(args(store, "-interrupt-at", strconv.Itoa(at)), exitInterrupted)
+	if got := runIn(args(store), exitOK); got != want {
+		t.Fatalf("interrupted at step %d and resumed: digest %s, uninterrupted %s", at, got, want)
+	}
+}
