@@ -544,7 +544,7 @@ func (r *reader) Read(p []byte) (int, error) {
 	return r.r.Read(p)
 }
 
-func (r *reader) Close() error                           { return r.f.Close() }
+func (r *reader) Close() error                         { return r.f.Close() }
 func (r *reader) Attributes() *driver.ReaderAttributes { return &r.attrs }
 func (r *reader) As(i any) bool {
 	p, ok := i.(**os.File)

@@ -23,7 +23,7 @@ func (h *harness) MakeDriverForNonexistentBucket(ctx context.Context) (driver.Bu
 	return nil, nil // Open fails for a missing directory; tested in TestOpenMissingDir.
 }
 
-func (h *harness) HTTPClient() *http.Client        { return nil }
+func (h *harness) HTTPClient() *http.Client         { return nil }
 func (h *harness) SupportsCopy() bool               { return true }
 func (h *harness) SupportsNonSlashDelimiters() bool { return true }
 func (h *harness) Close()                           {}
