@@ -25,6 +25,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/spotcheck/spotcheck/internal/testpeers"
 )
 
 var trainerBin string
@@ -253,20 +255,25 @@ func sigtermAtRandomStep(t *testing.T, rng *rand.Rand, env []string, store strin
 	return step
 }
 
-// sigkillAtRandomMoment starts the trainer and kills it with SIGKILL after a
-// random delay within the length of a whole run.
-func sigkillAtRandomMoment(t *testing.T, rng *rand.Rand, env []string, store string, runTime time.Duration) {
+// sigkillAtRandomMoment starts the trainer and, once it trains, kills it
+// with SIGKILL after a random delay within the time its remaining steps
+// take (so the kill may land in a step, between steps or inside a save).
+// It reports whether the run was killed before it finished.
+func sigkillAtRandomMoment(t *testing.T, rng *rand.Rand, env []string, store string, runTime time.Duration) bool {
 	t.Helper()
-	delay := time.Duration(rng.Int64N(int64(runTime)))
 	c := startChild(t, env, baseArgs(store, testSteps)...)
+	from := c.waitFor("training start", func(r logRecord) bool { return r.msg() == "training" }).int("from")
+	remaining := runTime * time.Duration(testSteps-from) / testSteps
+	delay := time.Duration(rng.Int64N(int64(remaining)*8/10 + 1))
 	time.Sleep(delay)
 	_ = c.cmd.Process.Signal(syscall.SIGKILL)
 	code := c.wait()
-	last := int64(0)
+	last := from
 	if p := c.find("progress"); len(p) > 0 {
 		last = p[len(p)-1].int("step")
 	}
-	t.Logf("SIGKILL after %v: exit status %d, last progress step %d", delay.Round(time.Millisecond), code, last)
+	t.Logf("started at step %d, SIGKILL after %v: exit status %d, last progress step %d", from, delay.Round(time.Millisecond), code, last)
+	return code != exitOK
 }
 
 // resumeToEnd runs the trainer to completion on store and checks that it
@@ -302,8 +309,15 @@ func TestResumeAfterSIGKILLIsBitExact(t *testing.T) {
 	want, took := reference(t, testSteps)
 	rng := testRand(t)
 	store := t.TempDir()
+	kills := 0
 	for range 4 {
-		sigkillAtRandomMoment(t, rng, nil, store, took)
+		if !sigkillAtRandomMoment(t, rng, nil, store, took) {
+			break // it finished before the kill: nothing left to interrupt
+		}
+		kills++
+	}
+	if kills == 0 {
+		t.Fatal("no run was killed before it finished")
 	}
 	resumeToEnd(t, nil, store, 0, want)
 }
@@ -339,5 +353,40 @@ func TestInterruptAtInProcess(t *testing.T) {
 	runIn(args(store, "-interrupt-at", strconv.Itoa(at)), exitInterrupted)
 	if got := runIn(args(store), exitOK); got != want {
 		t.Fatalf("interrupted at step %d and resumed: digest %s, uninterrupted %s", at, got, want)
+	}
+}
+
+// TestEC2SpotNoticeStopsTheRun watches the real EC2 metadata mock through
+// interrupt.Detect (the AWS source over IMDSv2): the mock's spot
+// interruption notice, published a second after it starts, is what stops
+// the run; the resumed run (on a "new machine": no metadata service) ends
+// bit-exactly where an uninterrupted run ends.
+func TestEC2SpotNoticeStopsTheRun(t *testing.T) {
+	const steps = 4000 // long enough to still be training when the notice comes
+	want, _ := reference(t, steps)
+	imds := testpeers.EC2Metadata(t, "spot", "-a", "terminate", "-d", "1")
+	store := t.TempDir()
+	env := []string{"AWS_EC2_METADATA_SERVICE_ENDPOINT=" + imds.Endpoint}
+	c := startChild(t, env, append(baseArgs(store, steps), "-detect=true")...)
+	if code := c.wait(); code != exitInterrupted {
+		t.Fatalf("exit status %d, want %d (interrupted by the spot notice); log:\n%s", code, exitInterrupted, c.logText())
+	}
+	notices := c.find("interruption notice")
+	if len(notices) != 1 || notices[0]["source"] != "aws" || notices[0]["kind"] != "terminate" {
+		t.Fatalf("want one terminate notice from aws, got %v; log:\n%s", notices, c.logText())
+	}
+	saved := c.find("emergency checkpoint saved")
+	if len(saved) != 1 {
+		t.Fatalf("no emergency checkpoint; log:\n%s", c.logText())
+	}
+	step := saved[0].int("step")
+	t.Logf("spot notice: stopped and saved at step %d of %d", step, steps)
+
+	r := startChild(t, nil, baseArgs(store, steps)...)
+	if got := r.finish(); got != want {
+		t.Fatalf("final weights sha256 after the spot notice and resume = %s, uninterrupted = %s", got, want)
+	}
+	if res := r.find("resumed"); len(res) != 1 || res[0].int("step") != step {
+		t.Fatalf("want a resume from step %d; log:\n%s", step, r.logText())
 	}
 }

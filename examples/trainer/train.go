@@ -40,6 +40,10 @@ func (t *trainer) train(parent context.Context) error {
 	w := interrupt.Watch(parent, &interrupt.Options{
 		Logger: t.log,
 		OnNotice: func(n *interrupt.Notice) {
+			if n.Advisory {
+				t.log.Info("advisory notice; training continues", "kind", string(n.Kind), "source", n.Source, "detail", n.Detail)
+				return
+			}
 			t.log.Warn("interruption notice", "kind", string(n.Kind), "source", n.Source, "advisory", n.Advisory,
 				"deadline", n.Deadline, "detail", n.Detail)
 		},
