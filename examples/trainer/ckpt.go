@@ -1,150 +1,137 @@
 package main
 
-// TEMPORARY: a stand-in for the checkpoint and storage packages until they
-// land; replaced by checkpoint.Store over storage.Open at integration.
-
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
-	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
+
+	"github.com/spotcheck/spotcheck/checkpoint"
+	"github.com/spotcheck/spotcheck/storage"
+	"gocloud.dev/blob"
 )
 
+// ckptStore is the trainer's view of its checkpoints: a checkpoint.Store
+// on the bucket storage.Open returns for -store, with an Async saver for
+// periodic checkpoints.
 type ckptStore struct {
-	dir  string
-	keep int
-	log  *slog.Logger
-
-	mu       sync.Mutex
-	inflight chan struct{}
-	err      error
-	cost     time.Duration // last measured save cost
+	bucket *blob.Bucket
+	store  *checkpoint.Store
+	async  *checkpoint.Async
+	log    *slog.Logger
 }
 
-func openStore(_ context.Context, url string, o *options, log *slog.Logger) (*ckptStore, error) {
-	dir, ok := strings.CutPrefix(url, "file://")
-	if !ok {
-		return nil, fmt.Errorf("only file:// until the storage package lands")
-	}
-	return &ckptStore{dir: dir, keep: o.Keep, log: log}, nil
-}
-
-func (s *ckptStore) Close() error { return s.Wait(context.Background()) }
-
-func (s *ckptStore) Latest(ctx context.Context, names []string) (*snapshot, error) {
-	ents, err := os.ReadDir(s.dir)
+func openStore(ctx context.Context, url string, o *options, log *slog.Logger) (*ckptStore, error) {
+	b, err := storage.Open(ctx, url)
 	if err != nil {
 		return nil, err
 	}
-	best := int64(-1)
-	for _, e := range ents {
-		if n, err := strconv.ParseInt(e.Name(), 10, 64); err == nil && n > best {
-			best = n
-		}
+	s, err := checkpoint.New(b, &checkpoint.Options{Retention: checkpoint.KeepLast(o.Keep), Logger: log})
+	if err != nil {
+		_ = b.Close()
+		return nil, err
 	}
-	if best < 0 {
+	return &ckptStore{bucket: b, store: s, async: checkpoint.NewAsync(s, nil), log: log}, nil
+}
+
+// Close waits for a background save and closes the bucket.
+func (c *ckptStore) Close() error {
+	return errors.Join(c.async.Close(), c.bucket.Close())
+}
+
+// Latest returns the newest intact checkpoint decoded, or nil if there is none.
+func (c *ckptStore) Latest(ctx context.Context, paramNames []string) (*snapshot, error) {
+	ck, err := c.store.Latest(ctx)
+	if errors.Is(err, checkpoint.ErrNotFound) {
 		return nil, nil
 	}
-	d := filepath.Join(s.dir, strconv.FormatInt(best, 10))
-	return decodeSnapshot(best, names, func(name string) (io.ReadCloser, error) { return os.Open(filepath.Join(d, name)) })
-}
-
-func (s *ckptStore) Save(ctx context.Context, snap *snapshot, async bool) error {
-	if err := s.Wait(ctx); err != nil {
-		return err
-	}
-	if !async {
-		return s.save(snap)
-	}
-	done := make(chan struct{})
-	s.mu.Lock()
-	s.inflight = done
-	s.mu.Unlock()
-	go func() {
-		defer close(done)
-		if err := s.save(snap); err != nil {
-			s.mu.Lock()
-			s.err = err
-			s.mu.Unlock()
-		}
-	}()
-	return nil
-}
-
-func (s *ckptStore) Wait(ctx context.Context) error {
-	s.mu.Lock()
-	ch := s.inflight
-	s.mu.Unlock()
-	if ch != nil {
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.inflight = nil
-	err := s.err
-	s.err = nil
-	return err
-}
-
-func (s *ckptStore) save(snap *snapshot) error {
-	began := time.Now()
-	tmp, err := os.MkdirTemp(s.dir, "tmp-")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	for name, p := range snap.encodeParts() {
-		f, err := os.Create(filepath.Join(tmp, name))
-		if err != nil {
-			return err
-		}
-		if _, err := p.WriteTo(f); err != nil {
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
+	for _, s := range ck.Fallback {
+		c.log.Warn("skipped a damaged checkpoint", "step", s.Step, "err", s.Err)
 	}
-	if err := os.Rename(tmp, filepath.Join(s.dir, strconv.FormatInt(snap.Step, 10))); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.cost = time.Since(began)
-	s.mu.Unlock()
-	s.log.Info("checkpoint saved", "step", snap.Step, "took", time.Since(began).String())
-	return nil
+	return decodeSnapshot(ck.Step, paramNames, func(name string) (io.ReadCloser, error) { return ck.Open(ctx, name) })
 }
 
-// scheduler decides when to checkpoint: every -every steps, or by Young/Daly.
+func (c *ckptStore) meta(s *snapshot) checkpoint.Meta {
+	m := checkpoint.Meta{
+		Epoch:  s.Loader.Epoch,
+		Labels: map[string]string{"format": stateFormat, "seed": strconv.FormatUint(s.Config.Seed, 10)},
+	}
+	if n := len(s.History.Loss); n > 0 {
+		k := min(n, 50)
+		sum := 0.0
+		for _, v := range s.History.Loss[n-k:] {
+			sum += v
+		}
+		m.Metrics = map[string]float64{"loss": sum / float64(k)}
+	}
+	return m
+}
+
+// Save checkpoints the snapshot: in the background if async (returning once
+// the parts are encoded and handed over), else before returning. It
+// returns how long the caller was blocked, the cost the Young/Daly schedule
+// needs.
+func (c *ckptStore) Save(ctx context.Context, s *snapshot, async bool) (time.Duration, error) {
+	began := time.Now()
+	if async {
+		parts := map[string][]byte{}
+		for name, p := range s.encodeParts() {
+			var buf bytes.Buffer
+			if _, err := p.WriteTo(&buf); err != nil {
+				return 0, fmt.Errorf("encoding part %s: %w", name, err)
+			}
+			parts[name] = buf.Bytes()
+		}
+		if err := c.async.Save(ctx, s.Step, c.meta(s), parts); err != nil {
+			return 0, err
+		}
+		c.log.Debug("checkpoint handed over", "step", s.Step)
+		return time.Since(began), nil
+	}
+	if err := c.async.Wait(ctx); err != nil {
+		return 0, err
+	}
+	info, err := c.store.Save(ctx, s.Step, c.meta(s), s.encodeParts())
+	if err != nil {
+		return 0, err
+	}
+	took := time.Since(began)
+	c.log.Info("checkpoint saved", "step", s.Step, "bytes", info.Size(), "took", took.String())
+	return took, nil
+}
+
+// Wait waits for a background save and returns its error.
+func (c *ckptStore) Wait(ctx context.Context) error { return c.async.Wait(ctx) }
+
+// scheduler decides when to checkpoint: every -every steps, or when the
+// Young/Daly schedule (interval sqrt(2 * save cost * MTBF)) says so.
 type scheduler struct {
 	every int64
-	mtbf  time.Duration
-	last  time.Time
+	yd    *checkpoint.Schedule
 }
 
 func newScheduler(o *options) *scheduler {
-	return &scheduler{every: o.Every, mtbf: o.MTBF, last: time.Now()}
+	return &scheduler{every: o.Every, yd: checkpoint.NewSchedule(&checkpoint.ScheduleOptions{
+		MTBF:        o.MTBF,
+		Min:         time.Second, // this demo trains for seconds, not hours
+		Max:         10 * time.Minute,
+		InitialCost: 20 * time.Millisecond,
+	})}
 }
 
 func (s *scheduler) due(step int64, now time.Time) bool {
 	if s.every > 0 {
 		return step%s.every == 0
 	}
-	c := 10 * time.Millisecond
-	iv := time.Duration(math.Sqrt(2*c.Seconds()*s.mtbf.Seconds()) * float64(time.Second))
-	if now.Sub(s.last) >= iv {
-		s.last = now
-		return true
-	}
-	return false
+	return s.yd.Due(now)
 }
+
+// saved records the cost of a checkpoint (the time training was blocked).
+func (s *scheduler) saved(cost time.Duration) { s.yd.Record(cost) }

@@ -66,7 +66,7 @@ func writePlot(path string, h *history, title string) error {
 		dashes []vg.Length
 	}{
 		eventResumed:     {"resume from checkpoint", color.RGBA{R: 90, G: 190, B: 90, A: 255}, 4, nil},
-		eventResumedLost: {"resume after a crash (steps since the checkpoint redone)", color.RGBA{R: 240, G: 150, B: 0, A: 255}, 4, nil},
+		eventResumedLost: {"resume without an emergency checkpoint (killed: later steps redone)", color.RGBA{R: 240, G: 150, B: 0, A: 255}, 4, nil},
 		eventInterrupted: {"interruption notice (emergency checkpoint)", color.RGBA{R: 210, A: 255}, 1.5, []vg.Length{vg.Points(4), vg.Points(3)}},
 	}
 	for _, kind := range []string{eventResumed, eventResumedLost, eventInterrupted} {

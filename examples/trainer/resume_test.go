@@ -358,13 +358,13 @@ func TestInterruptAtInProcess(t *testing.T) {
 
 // TestEC2SpotNoticeStopsTheRun watches the real EC2 metadata mock through
 // interrupt.Detect (the AWS source over IMDSv2): the mock's spot
-// interruption notice, published a second after it starts, is what stops
+// interruption notice, published two seconds after it starts, is what stops
 // the run; the resumed run (on a "new machine": no metadata service) ends
 // bit-exactly where an uninterrupted run ends.
 func TestEC2SpotNoticeStopsTheRun(t *testing.T) {
 	const steps = 4000 // long enough to still be training when the notice comes
 	want, _ := reference(t, steps)
-	imds := testpeers.EC2Metadata(t, "spot", "-a", "terminate", "-d", "1")
+	imds := testpeers.EC2Metadata(t, "spot", "-a", "terminate", "-d", "2")
 	store := t.TempDir()
 	env := []string{"AWS_EC2_METADATA_SERVICE_ENDPOINT=" + imds.Endpoint}
 	c := startChild(t, env, append(baseArgs(store, steps), "-detect=true")...)

@@ -1,16 +1,14 @@
 package main
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"time"
 
-	"github.com/nlpodyssey/safetensors"
+	"github.com/spotcheck/spotcheck/checkpoint"
 )
 
 // The checkpoint of a training run has four parts:
@@ -28,13 +26,6 @@ const (
 	partHistory   = "history"
 	stateFormat   = "spotcheck-trainer/1"
 )
-
-// namedTensor is a float64 tensor copied out of the model or optimizer.
-type namedTensor struct {
-	Name  string
-	Shape []int
-	Data  []float64
-}
 
 // runConfig is what must not change across a resume: the data split, the
 // graph's shapes and the optimizer's hyper-parameters.
@@ -78,10 +69,10 @@ type history struct {
 type snapshot struct {
 	Step    int64
 	Config  runConfig
-	Model   []namedTensor
+	Model   []checkpoint.Tensor
 	AdamT   int64
-	AdamM   []namedTensor
-	AdamV   []namedTensor
+	AdamM   []checkpoint.Tensor
+	AdamV   []checkpoint.Tensor
 	Adam    adam // hyper-parameters only (M and V nil)
 	Loader  loaderState
 	History history
@@ -97,9 +88,9 @@ func takeSnapshot(step int64, cfg runConfig, m *mlp, opt *adam, l *loader, h *hi
 		History: history{Loss: slices.Clone(h.Loss), Events: slices.Clone(h.Events)}}
 	s.Config.Hidden = slices.Clone(cfg.Hidden)
 	for i, p := range m.params {
-		s.Model = append(s.Model, namedTensor{p.Name, slices.Clone(p.Shape), slices.Clone(p.data())})
-		s.AdamM = append(s.AdamM, namedTensor{"m." + p.Name, slices.Clone(p.Shape), slices.Clone(opt.M[i])})
-		s.AdamV = append(s.AdamV, namedTensor{"v." + p.Name, slices.Clone(p.Shape), slices.Clone(opt.V[i])})
+		s.Model = append(s.Model, checkpoint.Tensor{Name: p.Name, Shape: slices.Clone(p.Shape), F64: slices.Clone(p.data())})
+		s.AdamM = append(s.AdamM, checkpoint.Tensor{Name: "m." + p.Name, Shape: slices.Clone(p.Shape), F64: slices.Clone(opt.M[i])})
+		s.AdamV = append(s.AdamV, checkpoint.Tensor{Name: "v." + p.Name, Shape: slices.Clone(p.Shape), F64: slices.Clone(opt.V[i])})
 	}
 	return s, nil
 }
@@ -111,14 +102,14 @@ func (s *snapshot) restore(m *mlp, opt *adam, l *loader, h *history) error {
 			len(s.Model), len(s.AdamM), len(s.AdamV), len(m.params))
 	}
 	for i, p := range m.params {
-		for _, t := range []namedTensor{s.Model[i], s.AdamM[i], s.AdamV[i]} {
-			if !slices.Equal(t.Shape, p.Shape) || len(t.Data) != len(p.data()) {
+		for _, t := range []checkpoint.Tensor{s.Model[i], s.AdamM[i], s.AdamV[i]} {
+			if !slices.Equal(t.Shape, p.Shape) || len(t.F64) != len(p.data()) {
 				return fmt.Errorf("checkpoint tensor %s has shape %v, the model's %s has %v", t.Name, t.Shape, p.Name, p.Shape)
 			}
 		}
-		copy(p.data(), s.Model[i].Data)
-		copy(opt.M[i], s.AdamM[i].Data)
-		copy(opt.V[i], s.AdamV[i].Data)
+		copy(p.data(), s.Model[i].F64)
+		copy(opt.M[i], s.AdamM[i].F64)
+		copy(opt.V[i], s.AdamV[i].F64)
 	}
 	opt.T = s.AdamT
 	if err := l.restore(s.Loader); err != nil {
@@ -129,63 +120,6 @@ func (s *snapshot) restore(m *mlp, opt *adam, l *loader, h *history) error {
 	}
 	*h = history{Loss: slices.Clone(s.History.Loss), Events: slices.Clone(s.History.Events)}
 	return nil
-}
-
-// writeTensors writes ts as a safetensors file (F64, little-endian).
-func writeTensors(w io.Writer, ts []namedTensor, meta map[string]string) error {
-	views := make(map[string]safetensors.TensorView, len(ts))
-	for _, t := range ts {
-		raw := make([]byte, 8*len(t.Data))
-		for i, v := range t.Data {
-			binary.LittleEndian.PutUint64(raw[8*i:], math.Float64bits(v))
-		}
-		shape := make([]uint64, len(t.Shape))
-		for i, d := range t.Shape {
-			shape[i] = uint64(d)
-		}
-		tv, err := safetensors.NewTensorView(safetensors.F64, shape, raw)
-		if err != nil {
-			return fmt.Errorf("tensor %s: %w", t.Name, err)
-		}
-		views[t.Name] = tv
-	}
-	return safetensors.SerializeToWriter(views, meta, w)
-}
-
-// readTensors reads the tensors names (in that order) from a safetensors file.
-func readTensors(r io.Reader, names []string) ([]namedTensor, map[string]string, error) {
-	buf, err := io.ReadAll(r)
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := safetensors.Deserialize(buf)
-	if err != nil {
-		return nil, nil, err
-	}
-	_, md, err := safetensors.ReadMetadata(buf)
-	if err != nil {
-		return nil, nil, err
-	}
-	out := make([]namedTensor, len(names))
-	for i, name := range names {
-		tv, ok := st.Tensor(name)
-		if !ok {
-			return nil, nil, fmt.Errorf("tensor %s missing", name)
-		}
-		if tv.DType() != safetensors.F64 {
-			return nil, nil, fmt.Errorf("tensor %s has dtype %s, want F64", name, tv.DType())
-		}
-		raw := tv.Data()
-		t := namedTensor{Name: name, Data: make([]float64, len(raw)/8)}
-		for _, d := range tv.Shape() {
-			t.Shape = append(t.Shape, int(d))
-		}
-		for j := range t.Data {
-			t.Data[j] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*j:]))
-		}
-		out[i] = t
-	}
-	return out, md.Metadata(), nil
 }
 
 type dataPart struct {
@@ -199,14 +133,10 @@ type dataPart struct {
 // the checkpoint store streams.
 func (s *snapshot) encodeParts() map[string]io.WriterTo {
 	return map[string]io.WriterTo{
-		partModel: writerFunc(func(w io.Writer) error {
-			return writeTensors(w, s.Model, map[string]string{"format": stateFormat, "step": strconv.FormatInt(s.Step, 10)})
-		}),
-		partOptimizer: writerFunc(func(w io.Writer) error {
-			return writeTensors(w, slices.Concat(s.AdamM, s.AdamV), map[string]string{
-				"format": stateFormat, "optimizer": "adam", "adam.t": strconv.FormatInt(s.AdamT, 10),
-				"lr": fmtFloat(s.Adam.LR), "beta1": fmtFloat(s.Adam.Beta1), "beta2": fmtFloat(s.Adam.Beta2), "eps": fmtFloat(s.Adam.Eps),
-			})
+		partModel: checkpoint.TensorPart(s.Model, map[string]string{"format": stateFormat, "step": strconv.FormatInt(s.Step, 10)}),
+		partOptimizer: checkpoint.TensorPart(slices.Concat(s.AdamM, s.AdamV), map[string]string{
+			"format": stateFormat, "optimizer": "adam", "adam.t": strconv.FormatInt(s.AdamT, 10),
+			"lr": fmtFloat(s.Adam.LR), "beta1": fmtFloat(s.Adam.Beta1), "beta2": fmtFloat(s.Adam.Beta2), "eps": fmtFloat(s.Adam.Eps),
 		}),
 		partData: writerFunc(func(w io.Writer) error {
 			return json.NewEncoder(w).Encode(dataPart{Format: stateFormat, Step: s.Step, Config: s.Config, Loader: s.Loader})
@@ -305,4 +235,29 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// readTensors reads a safetensors part and returns the tensors names, in
+// that order, each checked to be F64.
+func readTensors(r io.Reader, names []string) ([]checkpoint.Tensor, map[string]string, error) {
+	ts, md, err := checkpoint.ReadTensors(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	byName := make(map[string]checkpoint.Tensor, len(ts))
+	for _, t := range ts {
+		byName[t.Name] = t
+	}
+	out := make([]checkpoint.Tensor, len(names))
+	for i, name := range names {
+		t, ok := byName[name]
+		if !ok {
+			return nil, nil, fmt.Errorf("tensor %s missing", name)
+		}
+		if t.F64 == nil {
+			return nil, nil, fmt.Errorf("tensor %s is not F64", name)
+		}
+		out[i] = t
+	}
+	return out, md, nil
 }

@@ -95,7 +95,7 @@ func (t *trainer) train(parent context.Context) error {
 			return fmt.Errorf("checkpoint at step %d in %s: %w", snap.Step, url, err)
 		}
 		step = snap.Step
-		kind, reason := eventResumedLost, "after an unclean stop (no notice recorded; steps since this checkpoint are redone)"
+		kind, reason := eventResumedLost, "no interruption recorded at this step: the last run was killed (steps after this checkpoint are redone) or stopped right after a periodic checkpoint"
 		if n := len(hist.Events); n > 0 && hist.Events[n-1].Kind == eventInterrupted && hist.Events[n-1].Step == step {
 			kind, reason = eventResumed, "after "+hist.Events[n-1].Reason
 		}
@@ -104,7 +104,10 @@ func (t *trainer) train(parent context.Context) error {
 	} else {
 		t.log.Info("starting from scratch", "seed", o.Seed, "store", url, "train", trainSet.Len(), "test", testSet.Len())
 	}
-	lastSaved := step
+	lastSaved := int64(-1) // step of the newest checkpoint in the store
+	if snap != nil {
+		lastSaved = step
+	}
 
 	// 4. Train.
 	if step < o.Steps {
@@ -146,12 +149,16 @@ func (t *trainer) train(parent context.Context) error {
 			if err != nil {
 				return err
 			}
-			if err := store.Save(ctx, snap, o.Async); err != nil {
+			// Not ctx: a notice must not cancel a save in flight; the
+			// emergency save waits for it within the grace period.
+			cost, err := store.Save(context.WithoutCancel(ctx), snap, o.Async)
+			if err != nil {
 				if ctx.Err() != nil {
 					break // interrupted during a save: the emergency save follows
 				}
 				return fmt.Errorf("checkpoint at step %d: %w", step, err)
 			}
+			sched.saved(cost)
 			lastSaved = step
 		}
 	}
@@ -167,12 +174,12 @@ func (t *trainer) train(parent context.Context) error {
 	if t.bar != nil {
 		_ = t.bar.Finish()
 	}
-	if lastSaved < step || snap == nil {
+	if lastSaved < step {
 		fin, err := takeSnapshot(step, cfg, model, opt, ld, &hist)
 		if err != nil {
 			return err
 		}
-		if err := store.Save(parent, fin, false); err != nil {
+		if _, err := store.Save(parent, fin, false); err != nil {
 			return fmt.Errorf("final checkpoint at step %d: %w", step, err)
 		}
 	}
@@ -204,9 +211,18 @@ func (t *trainer) emergency(ctx context.Context, store *ckptStore, step, lastSav
 	t.log.Warn("stopping at step boundary for an emergency checkpoint", "step", step, "reason", reason,
 		"save_deadline", dl)
 	began := time.Now()
-	snap, err := take()
-	if err == nil {
-		err = store.Save(gctx, snap, false)
+	how := "emergency"
+	var err error
+	if lastSaved == step {
+		// The periodic checkpoint of this very step is (being) saved: wait
+		// for it. The interruption event is then not in the checkpoint, so
+		// the resume is marked as one without an emergency checkpoint.
+		how = "periodic checkpoint of this step"
+	} else {
+		var snap *snapshot
+		if snap, err = take(); err == nil {
+			_, err = store.Save(gctx, snap, false)
+		}
 	}
 	if werr := store.Wait(gctx); err == nil {
 		err = werr
@@ -215,8 +231,8 @@ func (t *trainer) emergency(ctx context.Context, store *ckptStore, step, lastSav
 		t.log.Error("emergency checkpoint failed; a rerun resumes from an older checkpoint",
 			"step", step, "last_saved", lastSaved, "err", err)
 	} else {
-		t.log.Warn("emergency checkpoint saved", "step", step, "took", time.Since(began).Round(time.Microsecond).String(),
-			"exit_code", exitInterrupted)
+		t.log.Warn("emergency checkpoint saved", "step", step, "by", how,
+			"took", time.Since(began).Round(time.Microsecond).String(), "exit_code", exitInterrupted)
 	}
 	t.plot(hist)
 	return fmt.Errorf("%w at step %d (%s)", errInterrupted, step, reason)
