@@ -390,3 +390,21 @@ func TestEC2SpotNoticeStopsTheRun(t *testing.T) {
 		t.Fatalf("want a resume from step %d; log:\n%s", step, r.logText())
 	}
 }
+
+// TestResumeOnS3IsBitExact keeps the checkpoints on a real S3 server
+// (versitygw): a SIGTERM at a random step, then SIGKILLs at random moments,
+// then a run to the end.
+func TestResumeOnS3IsBitExact(t *testing.T) {
+	want, took := reference(t, testSteps)
+	rng := testRand(t)
+	srv := testpeers.S3(t)
+	store := srv.URL(srv.NewBucket(t), "run-1/")
+	env := srv.Environ()
+	step := sigtermAtRandomStep(t, rng, env, store)
+	for range 2 {
+		if !sigkillAtRandomMoment(t, rng, env, store, took) {
+			break
+		}
+	}
+	resumeToEnd(t, env, store, step, want)
+}
