@@ -29,24 +29,39 @@ import (
 	"github.com/spotcheck/spotcheck/internal/testpeers"
 )
 
-var trainerBin string
+var (
+	buildOnce  sync.Once
+	buildDir   string
+	trainerBin string
+	buildErr   error
+)
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "trainer-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	trainerBin = filepath.Join(dir, "trainer")
-	build := exec.Command("go", "build", "-o", trainerBin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the trainer for the resume tests:", err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
 	os.Exit(code)
+}
+
+// trainerBinary builds the trainer once per test process (without the race
+// detector: a run takes a second or two instead of ten) and returns its path.
+func trainerBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if buildDir, buildErr = os.MkdirTemp("", "trainer-test-"); buildErr != nil {
+			return
+		}
+		trainerBin = filepath.Join(buildDir, "trainer")
+		out, err := exec.Command("go", "build", "-o", trainerBin, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building the trainer for the resume tests: %v", buildErr)
+	}
+	return trainerBin
 }
 
 // testRand returns a generator for the random steps and moments of a test,
@@ -88,7 +103,7 @@ func (r logRecord) int(key string) int64 {
 func startChild(t *testing.T, env []string, args ...string) *child {
 	t.Helper()
 	c := &child{t: t, recs: make(chan logRecord, 4096), done: make(chan struct{})}
-	c.cmd = exec.Command(trainerBin, args...)
+	c.cmd = exec.Command(trainerBinary(t), args...)
 	c.cmd.Env = append(os.Environ(), env...)
 	c.cmd.Stdout = &c.stdout
 	stderr, err := c.cmd.StderrPipe()

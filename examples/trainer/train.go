@@ -118,6 +118,7 @@ func (t *trainer) train(parent context.Context) error {
 		_ = t.bar.Set64(step)
 	}
 	sched := newScheduler(o)
+	saves := 0 // periodic checkpoints in this run
 	logEvery := o.LogEvery
 	start, startStep := time.Now(), step
 	for step < o.Steps && ctx.Err() == nil {
@@ -160,6 +161,7 @@ func (t *trainer) train(parent context.Context) error {
 			}
 			sched.saved(cost)
 			lastSaved = step
+			saves++
 		}
 	}
 
@@ -188,7 +190,7 @@ func (t *trainer) train(parent context.Context) error {
 	}
 	acc := model.accuracy(testSet)
 	digest := model.digest()
-	t.log.Info("done", "step", step, "test_accuracy", acc, "weights_sha256", digest,
+	t.log.Info("done", "step", step, "test_accuracy", acc, "weights_sha256", digest, "periodic_checkpoints", saves,
 		"train_time", time.Since(start).Round(time.Millisecond).String())
 	t.plot(&hist)
 	fmt.Fprintf(t.stdout, "test accuracy: %.4f (%d test images)\n", acc, testSet.Len())
