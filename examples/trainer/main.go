@@ -121,7 +121,7 @@ Flags:
 	fs.IntVar(&o.Batch, "batch", 32, "mini-batch size")
 	fs.Float64Var(&o.LR, "lr", 1e-3, "Adam learning rate")
 	fs.Int64Var(&o.Every, "every", 0, "checkpoint every this many steps (0: Young/Daly schedule from the measured save cost and -mtbf)")
-	fs.DurationVar(&o.MTBF, "mtbf", time.Hour, "expected time between interruptions, for the Young/Daly schedule")
+	fs.DurationVar(&o.MTBF, "mtbf", 10*time.Minute, "expected time between interruptions, for the Young/Daly schedule (e.g. from the pricing package's interruption data)")
 	fs.IntVar(&o.Keep, "keep", 3, "keep this many newest checkpoints")
 	fs.Int64Var(&o.InterruptAt, "interrupt-at", 0, "simulate an interruption notice after this step (0: never)")
 	fs.BoolVar(&o.Async, "async", true, "save periodic checkpoints in the background while training continues")

@@ -18,7 +18,7 @@ func writePlot(path string, h *history, title string) error {
 	p.X.Label.Text = "step"
 	p.Y.Label.Text = "training loss (cross-entropy)"
 	p.Y.Scale = plot.LogScale{}
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: 1}
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
 	p.Legend.Left = false

@@ -99,7 +99,9 @@ func (t *trainer) train(parent context.Context) error {
 		if n := len(hist.Events); n > 0 && hist.Events[n-1].Kind == eventInterrupted && hist.Events[n-1].Step == step {
 			kind, reason = eventResumed, "after "+hist.Events[n-1].Reason
 		}
-		hist.Events = append(hist.Events, event{Step: step, Kind: kind, Reason: reason, Time: time.Now().UTC()})
+		if step < o.Steps {
+			hist.Events = append(hist.Events, event{Step: step, Kind: kind, Reason: reason, Time: time.Now().UTC()})
+		}
 		t.log.Info("resumed", "step", step, "store", url, "reason", reason, "epoch", ld.Epoch)
 	} else {
 		t.log.Info("starting from scratch", "seed", o.Seed, "store", url, "train", trainSet.Len(), "test", testSet.Len())
