@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/spotcheck/spotcheck => ../
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spotcheck/spotcheck v0.0.0-00010101000000-000000000000
 	go4.org/unsafe/assume-no-moving-gc v0.0.0-20231121144256-b99613f794b6
