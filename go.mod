@@ -9,6 +9,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10
 	github.com/aws/smithy-go v1.28.9
 	github.com/google/go-cmp v0.7.0
+	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.50.0
 )
 

@@ -45,13 +45,14 @@ type metaProxy struct {
 	URL     string
 	srv     *httptest.Server
 	rp      *httputil.ReverseProxy
+	tr      *http.Transport
 	choose  func(r *http.Request) fault // nil = always pass
 	gated   atomic.Bool                 // true: instance-action answers 404
 	opened  atomic.Int64                // UnixNano when the gate opened
 	mu      sync.Mutex
-	counts  map[string]int   // path -> requests seen
-	faults  map[fault]int    // fault -> times injected
-	hangCtx context.Context  // ends hung requests at Close
+	counts  map[string]int  // path -> requests seen
+	faults  map[fault]int   // fault -> times injected
+	hangCtx context.Context // ends hung requests at Close
 	unhang  context.CancelFunc
 }
 
@@ -64,6 +65,8 @@ func newMetaProxy(t testing.TB, target string, choose func(*http.Request) fault)
 	p := &metaProxy{choose: choose, counts: map[string]int{}, faults: map[fault]int{}}
 	p.hangCtx, p.unhang = context.WithCancel(context.Background())
 	p.rp = httputil.NewSingleHostReverseProxy(u)
+	p.tr = &http.Transport{MaxIdleConnsPerHost: 8}
+	p.rp.Transport = p.tr
 	p.rp.ErrorLog = nil
 	p.rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) { w.WriteHeader(http.StatusBadGateway) }
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
@@ -76,8 +79,7 @@ func (p *metaProxy) Close() {
 	p.unhang()
 	p.srv.CloseClientConnections()
 	p.srv.Close()
-	p.rp.Transport = nil
-	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	p.tr.CloseIdleConnections()
 }
 
 // openGate lets the mock's instance-action through from now on.
