@@ -42,7 +42,7 @@ type gceMetadata struct {
 
 func newGCEMetadata(t *testing.T) *gceMetadata {
 	g := &gceMetadata{
-		val:     map[string]string{gcpPathPreempted: "FALSE", gcpPathMaintenance: "NONE"},
+		val:     map[string]string{gcpPathPreempted: "FALSE", gcpPathMaintenance: "NONE", "instance/id": "4520031799277581759"},
 		gen:     map[string]int{},
 		chg:     make(chan struct{}),
 		reqs:    map[string]int{},
