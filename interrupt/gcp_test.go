@@ -35,9 +35,9 @@ type gceMetadata struct {
 	etags    map[string][]string
 	waiting  map[string]int // long polls currently held, per path
 	served   map[string][]string
-	failNext int            // answer the next failNext requests with 503
-	noFlavor int            // answer the next noFlavor requests without Metadata-Flavor
-	hangNext int            // hold the next hangNext requests until the client gives up
+	failNext int // answer the next failNext requests with 503
+	noFlavor int // answer the next noFlavor requests without Metadata-Flavor
+	hangNext int // hold the next hangNext requests until the client gives up
 }
 
 func newGCEMetadata(t *testing.T) *gceMetadata {
