@@ -36,10 +36,15 @@ type AWSOptions struct {
 	// interval.
 	Interval time.Duration
 	// EventsInterval between polls of the rebalance recommendation and the
-	// scheduled events (default: Interval).
+	// scheduled events (default 10 s, and never shorter than Interval).
+	// Both are advisory and announced minutes (rebalance) to days
+	// (maintenance) ahead; polling them less often than the spot notice
+	// keeps the watcher's CPU cost to one request per Interval.
 	EventsInterval time.Duration
 	// RequestTimeout bounds one request, including the IMDSv2 token request
-	// the SDK makes when its token is missing or expired (default 1 s).
+	// the SDK makes when its token is missing or expired (default 1 s). In a
+	// container, the instance's metadata hop limit must be at least 2 for the
+	// token's PUT response to arrive.
 	RequestTimeout time.Duration
 	// MaxBackoff caps the delay between retries after failures (timeouts,
 	// refused connections, 5xx, 429, 401, malformed documents). Retries start
@@ -62,8 +67,9 @@ func (o *AWSOptions) withDefaults() AWSOptions {
 		r.Interval = time.Second
 	}
 	if r.EventsInterval <= 0 {
-		r.EventsInterval = r.Interval
+		r.EventsInterval = 10 * time.Second
 	}
+	r.EventsInterval = max(r.EventsInterval, r.Interval)
 	if r.RequestTimeout <= 0 {
 		r.RequestTimeout = time.Second
 	}

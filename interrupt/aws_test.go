@@ -17,7 +17,8 @@ var ignoreVolatile = cmpopts.IgnoreFields(Notice{}, "Detected", "Detail")
 
 // fastAWS polls a test endpoint quickly.
 func fastAWS(endpoint string) *AWSOptions {
-	return &AWSOptions{Endpoint: endpoint, Interval: 20 * time.Millisecond, RequestTimeout: 2 * time.Second, MaxBackoff: 100 * time.Millisecond}
+	return &AWSOptions{Endpoint: endpoint, Interval: 20 * time.Millisecond, EventsInterval: 20 * time.Millisecond,
+		RequestTimeout: 2 * time.Second, MaxBackoff: 100 * time.Millisecond}
 }
 
 // collector records every notice a Watcher delivers through OnNotice.

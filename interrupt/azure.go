@@ -27,7 +27,9 @@ type AzureOptions struct {
 	// Interval between polls of Scheduled Events (default 1 s, as Azure
 	// recommends).
 	Interval time.Duration
-	// RequestTimeout bounds one request (default 5 s).
+	// RequestTimeout bounds one request (default 5 s). The first request
+	// after boot may be slow while the platform enables Scheduled Events for
+	// the VM; it is retried like any failure.
 	RequestTimeout time.Duration
 	// MaxBackoff caps the delay between retries after failures; retries start
 	// at Interval (default 5 s).

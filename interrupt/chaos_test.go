@@ -58,6 +58,7 @@ func TestAWSChaos(t *testing.T) {
 	w := Watch(context.Background(), &Options{OnNotice: c.add}, AWS(&AWSOptions{
 		Endpoint:       proxy.URL,
 		Interval:       5 * time.Millisecond,
+		EventsInterval: 5 * time.Millisecond,
 		RequestTimeout: 50 * time.Millisecond,
 		MaxBackoff:     40 * time.Millisecond,
 	}))

@@ -75,7 +75,7 @@ func ExampleWatch() {
 
 	w := interrupt.Watch(context.Background(), &interrupt.Options{
 		OnNotice: func(n *interrupt.Notice) { fmt.Println("advisory:", n.Advisory, n.Kind) },
-	}, interrupt.AWS(&interrupt.AWSOptions{Endpoint: imds.URL, Interval: 10 * time.Millisecond}))
+	}, interrupt.AWS(&interrupt.AWSOptions{Endpoint: imds.URL, Interval: 10 * time.Millisecond, EventsInterval: 10 * time.Millisecond}))
 	n := <-w.Notices()
 	_, cancelled := interrupt.FromContext(w.Context())
 	_ = w.Stop()

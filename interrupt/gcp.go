@@ -189,7 +189,7 @@ func (s *gcpSource) get(ctx context.Context, client *http.Client, path, etag str
 		q := url.Values{}
 		q.Set("wait_for_change", "true")
 		q.Set("last_etag", etag)
-		q.Set("timeout_sec", strconv.Itoa(int(o.WaitTimeout/time.Second)))
+		q.Set("timeout_sec", strconv.Itoa(max(1, int(o.WaitTimeout/time.Second))))
 		u += "?" + q.Encode()
 		timeout += o.WaitTimeout
 	}
