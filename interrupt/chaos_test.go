@@ -66,7 +66,7 @@ func TestAWSChaos(t *testing.T) {
 	if err := w.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	proxy.tr.CloseIdleConnections()
+	proxy.Close() // waits for its handlers; then only the watcher could leave goroutines
 	goleak.VerifyNone(t, leaks)
 
 	want := &Notice{Kind: KindTerminate, Source: SourceAWS, Deadline: deadline, ID: "terminate"}

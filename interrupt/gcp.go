@@ -101,8 +101,8 @@ func (s *gcpSource) Watch(ctx context.Context, report func(*Notice)) error {
 	o := s.opts
 	client := o.HTTPClient
 	if client == nil {
-		tr := metadataTransport(o.WaitTimeout + o.RequestTimeout)
-		defer tr.CloseIdleConnections()
+		tr, closeAll := metadataTransport(o.WaitTimeout + o.RequestTimeout)
+		defer closeAll()
 		client = &http.Client{Transport: tr}
 	}
 	log := logger(ctx, o.Logger).With("source", SourceGCP)

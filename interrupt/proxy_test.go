@@ -42,18 +42,19 @@ func (f fault) String() string {
 // gate (answering 404 as the mock does when there is no notice), and can
 // inject faults.
 type metaProxy struct {
-	URL     string
-	srv     *httptest.Server
-	rp      *httputil.ReverseProxy
-	tr      *http.Transport
-	choose  func(r *http.Request) fault // nil = always pass
-	gated   atomic.Bool                 // true: instance-action answers 404
-	opened  atomic.Int64                // UnixNano when the gate opened
-	mu      sync.Mutex
-	counts  map[string]int  // path -> requests seen
-	faults  map[fault]int   // fault -> times injected
-	hangCtx context.Context // ends hung requests at Close
-	unhang  context.CancelFunc
+	URL       string
+	srv       *httptest.Server
+	rp        *httputil.ReverseProxy
+	tr        *http.Transport
+	closeOnce sync.Once
+	choose    func(r *http.Request) fault // nil = always pass
+	gated     atomic.Bool                 // true: instance-action answers 404
+	opened    atomic.Int64                // UnixNano when the gate opened
+	mu        sync.Mutex
+	counts    map[string]int  // path -> requests seen
+	faults    map[fault]int   // fault -> times injected
+	hangCtx   context.Context // ends hung requests at Close
+	unhang    context.CancelFunc
 }
 
 func newMetaProxy(t testing.TB, target string, choose func(*http.Request) fault) *metaProxy {
@@ -75,7 +76,9 @@ func newMetaProxy(t testing.TB, target string, choose func(*http.Request) fault)
 	return p
 }
 
-func (p *metaProxy) Close() {
+func (p *metaProxy) Close() { p.closeOnce.Do(p.close) }
+
+func (p *metaProxy) close() {
 	p.unhang()
 	p.srv.CloseClientConnections()
 	p.srv.Close()
