@@ -1,12 +1,15 @@
 package interrupt
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -256,7 +259,9 @@ func TestAzureFaults(t *testing.T) {
 		`{"Events": [{"EventId": "e", "EventType": "Preempt"}]}`, `{"DocumentIncarnation": 3, "Events": [{"EventType": "Preempt"}]}`,
 		`<html>`, `{"DocumentIncarnation": 4, "Events": [`}
 	var c collector
-	w := Watch(context.Background(), &Options{OnNotice: c.add}, Azure(fastAzure(a)))
+	var logs syncBuf
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	w := Watch(context.Background(), &Options{OnNotice: c.add, Logger: log}, Azure(fastAzure(a)))
 	defer w.Stop()
 	a.waitGets(t, 15)
 	if got := c.all(); len(got) != 0 {
@@ -268,4 +273,31 @@ func TestAzureFaults(t *testing.T) {
 	if n.ID != "real" {
 		t.Errorf("notice %v, want the real event", n)
 	}
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	// The failures went to the Watcher's logger, through the source.
+	for _, want := range []string{"source=azure", "HTTP 500", "missing DocumentIncarnation", "NotBefore", "malformed JSON", "retry_in="} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
+	}
+}
+
+// syncBuf is a bytes.Buffer safe for the logger's concurrent writes.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -9,9 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/spotcheck/spotcheck/internal/testpeers"
 )
 
@@ -185,4 +188,62 @@ func BenchmarkWatchCPU(b *testing.B) {
 			b.ReportMetric(cpu.Seconds()/cpuWatch.Hours(), "cpu-s/hour")
 		})
 	}
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkPoll is the cost of one poll of spot/instance-action (a 404)
+// back to back, through the SDK as the AWS source does it, beside the same
+// request with plain net/http (baseline). cpu-us/op includes the harness
+// reading the mock's request log, equally for both.
+func BenchmarkPoll(b *testing.B) {
+	mock := testpeers.EC2Metadata(b, "spot", "-d", "36000", "--rebalance-delay-sec", "36000")
+	ctx := context.Background()
+	b.Run("imds-sdk", func(b *testing.B) {
+		tr, closeAll := metadataTransport(time.Second)
+		defer closeAll()
+		c := imds.New(imds.Options{Endpoint: mock.Endpoint, HTTPClient: &http.Client{Transport: tr}, Retryer: aws.NopRetryer{}})
+		s := &awsSource{opts: (&AWSOptions{Endpoint: mock.Endpoint}).withDefaults()}
+		c0 := cpuTime()
+		for b.Loop() {
+			if _, found, err := s.get(ctx, c, awsPathInstanceAction); err != nil || found {
+				b.Fatal(err, found)
+			}
+		}
+		b.ReportMetric(float64((cpuTime()-c0).Microseconds())/float64(b.N), "cpu-us/op")
+	})
+	b.Run("baseline-net-http", func(b *testing.B) {
+		tr, closeAll := metadataTransport(time.Second)
+		defer closeAll()
+		client := &http.Client{Transport: tr}
+		req, _ := http.NewRequest(http.MethodPut, mock.Endpoint+"/latest/api/token", nil)
+		req.Header.Set("X-aws-ec2-metadata-token-ttl-seconds", "21600")
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		token, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		c0 := cpuTime()
+		for b.Loop() {
+			rctx, cancel := context.WithTimeout(ctx, time.Second)
+			req, _ := http.NewRequestWithContext(rctx, http.MethodGet, mock.Endpoint+"/latest/meta-data/spot/instance-action", nil)
+			req.Header.Set("X-aws-ec2-metadata-token", string(token))
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			cancel()
+			if resp.StatusCode != http.StatusNotFound {
+				b.Fatal(resp.Status)
+			}
+		}
+		b.ReportMetric(float64((cpuTime()-c0).Microseconds())/float64(b.N), "cpu-us/op")
+	})
 }
