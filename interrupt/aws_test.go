@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/spotcheck/spotcheck/internal/testpeers"
@@ -186,5 +187,18 @@ func TestAWSMockScheduled(t *testing.T) {
 				t.Error("a maintenance event cancelled the context")
 			}
 		})
+	}
+}
+
+// TestAWSCustomClient: AWSOptions.Client replaces the built-in client.
+func TestAWSCustomClient(t *testing.T) {
+	deadline := time.Now().Add(2 * time.Minute).UTC().Truncate(time.Second)
+	mock := testpeers.EC2Metadata(t, "spot", "-a", "hibernate", "-t", deadline.Format(time.RFC3339), "--rebalance-delay-sec", "3600")
+	client := imds.New(imds.Options{Endpoint: mock.Endpoint})
+	ctx, stop := NotifyContext(context.Background(), AWS(&AWSOptions{Client: client, Interval: 20 * time.Millisecond}))
+	defer stop()
+	n := waitCause(t, ctx, 30*time.Second)
+	if diff := cmp.Diff(&Notice{Kind: KindHibernate, Source: SourceAWS, Deadline: deadline, ID: "hibernate"}, n, ignoreVolatile); diff != "" {
+		t.Errorf("cause (-want +got):\n%s", diff)
 	}
 }

@@ -275,15 +275,36 @@ func TestGCPFaults(t *testing.T) {
 	var c collector
 	w := Watch(context.Background(), &Options{OnNotice: c.add}, GCP(fastGCP(g)))
 	defer w.Stop()
-	time.Sleep(1500 * time.Millisecond) // hung requests time out after WaitTimeout+RequestTimeout
-	if got := c.all(); len(got) != 0 {
-		t.Fatalf("false notices: %v", got)
+	// Wait until every injected fault has been served (hung requests end
+	// when the client gives up), and then for a few more answers.
+	for end := time.Now().Add(30 * time.Second); ; {
+		g.mu.Lock()
+		left := g.failNext + g.noFlavor + g.hangNext
+		g.mu.Unlock()
+		if left == 0 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%d injected faults not consumed", left)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	g.mu.Lock()
-	left := g.failNext + g.noFlavor + g.hangNext
+	served := len(g.served[gcpPathPreempted])
 	g.mu.Unlock()
-	if left != 0 {
-		t.Fatalf("%d injected faults not consumed", left)
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		g.mu.Lock()
+		n := len(g.served[gcpPathPreempted])
+		g.mu.Unlock()
+		if n >= served+3 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("no answers after the faults")
+		}
+	}
+	if got := c.all(); len(got) != 0 {
+		t.Fatalf("false notices: %v", got)
 	}
 	g.set(gcpPathMaintenance, "NONE")
 	g.set(gcpPathPreempted, "TRUE")

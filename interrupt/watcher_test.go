@@ -172,6 +172,10 @@ func TestNoticeError(t *testing.T) {
 		if !errors.Is(&tc.n, ErrInterrupted) {
 			t.Errorf("errors.Is(%v, ErrInterrupted) = false", &tc.n)
 		}
+		left, ok := tc.n.Remaining(t0.Add(-90 * time.Second))
+		if ok != !tc.n.Deadline.IsZero() || ok && left != 90*time.Second {
+			t.Errorf("Remaining = %v, %v; want 90s for a deadline, none without", left, ok)
+		}
 	}
 }
 
