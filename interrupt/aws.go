@@ -40,7 +40,7 @@ type AWSOptions struct {
 	// scheduled events (default 10 s, and never shorter than Interval).
 	// Both are advisory and announced minutes (rebalance) to days
 	// (maintenance) ahead; polling them less often than the spot notice
-	// keeps the watcher's CPU cost to one request per Interval.
+	// keeps the watcher close to one request per Interval.
 	EventsInterval time.Duration
 	// RequestTimeout bounds one request, including the IMDSv2 token request
 	// the SDK makes when its token is missing or expired (default 1 s). In a
