@@ -42,6 +42,8 @@ type fakeRegion struct {
 	records  []fakeRecord
 	pageSize int    // records per DescribeSpotPriceHistory page (default 1000)
 	failCode string // if set, every call answers this EC2 error
+	// failAction, if set, limits failCode to that action.
+	failAction string
 }
 
 type fakeRecord struct {
@@ -125,7 +127,7 @@ func (f *fakeEC2) serve(w http.ResponseWriter, r *http.Request) {
 		f.fail(w, http.StatusBadRequest, "InvalidRegion", "region "+region+" is not served")
 		return
 	}
-	if reg.failCode != "" {
+	if reg.failCode != "" && (reg.failAction == "" || reg.failAction == action) {
 		f.fail(w, http.StatusForbidden, reg.failCode, "You are not authorized to perform this operation.")
 		return
 	}
