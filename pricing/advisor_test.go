@@ -188,3 +188,9 @@ func FuzzParseAdvisor(f *testing.F) {
 		}
 	})
 }
+
+func TestDefaultMissingRateIsTheOpenBucket(t *testing.T) {
+	if want := rateOf(0.30); math.Abs(pricing.DefaultMissingRate-want) > 1e-18 {
+		t.Errorf("DefaultMissingRate = %v, want -ln(0.7)/730 = %v", pricing.DefaultMissingRate, want)
+	}
+}
