@@ -35,6 +35,8 @@ type fakeEC2 struct {
 	requests map[string]map[string]int // region -> action -> count
 	served   map[string]int            // region -> price records served
 	scores   []fakeScore
+
+	inflight, maxInflight int // concurrent DescribeSpotPriceHistory calls
 }
 
 type fakeRegion struct {
@@ -108,6 +110,17 @@ func (f *fakeEC2) serve(w http.ResponseWriter, r *http.Request) {
 	if r.PostForm.Get("Version") != "2016-11-15" {
 		f.fail(w, http.StatusBadRequest, "InvalidParameterValue", "unexpected Version "+r.PostForm.Get("Version"))
 		return
+	}
+	if action == "DescribeSpotPriceHistory" {
+		f.mu.Lock()
+		f.inflight++
+		f.maxInflight = max(f.maxInflight, f.inflight)
+		f.mu.Unlock()
+		defer func() {
+			f.mu.Lock()
+			f.inflight--
+			f.mu.Unlock()
+		}()
 	}
 	if f.latency > 0 {
 		select {

@@ -337,3 +337,29 @@ func FuzzParsePrice(f *testing.F) {
 		}
 	})
 }
+
+func TestScanConcurrencyBound(t *testing.T) {
+	regions := map[string]*fakeRegion{}
+	var names []string
+	for _, r := range []string{"us-east-1", "us-east-2", "us-west-1", "us-west-2", "eu-west-1", "eu-west-2"} {
+		regions[r] = &fakeRegion{zones: [][2]string{{r + "a", r + "-az1"}}, records: []fakeRecord{rec("g5.xlarge", r+"a", "0.4", at(31, 10, 0))}}
+		names = append(names, r)
+	}
+	f := newFakeEC2(t, regions)
+	f.latency = 20 * time.Millisecond
+	s := f.scanner(t, names, &pricing.ScannerOptions{Concurrency: 2, Now: func() time.Time { return scanNow }})
+	res, err := s.Scan(context.Background(), pricing.Query{InstanceTypes: []string{"g5.xlarge"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Quotes) != len(names) {
+		t.Errorf("%d quotes, want one per region (%d)", len(res.Quotes), len(names))
+	}
+	f.mu.Lock()
+	peak := f.maxInflight
+	f.mu.Unlock()
+	t.Logf("peak concurrent DescribeSpotPriceHistory calls: %d (bound 2)", peak)
+	if peak > 2 || peak < 1 {
+		t.Errorf("peak concurrent DescribeSpotPriceHistory calls = %d, want 1..2 (Concurrency 2)", peak)
+	}
+}
