@@ -555,7 +555,9 @@ func TestChecksCanFail(t *testing.T) {
 			j.Spec.PodFailurePolicy.Rules = j.Spec.PodFailurePolicy.Rules[1:]
 		}, "Ignore DisruptionTarget"},
 		{"grace below margin", func(j *batchv1.Job, _ *manifest) { j.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr(int64(5)) }, "emergency-save margin"},
-		{"grace beyond notice", func(j *batchv1.Job, _ *manifest) { j.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr(int64(300)) }, "notice"},
+		{"grace beyond notice", func(j *batchv1.Job, _ *manifest) {
+			j.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr(int64(300))
+		}, "notice"},
 		{"unknown flag", func(j *batchv1.Job, _ *manifest) {
 			c := &j.Spec.Template.Spec.Containers[0]
 			c.Args = append(slices.Clone(c.Args), "-checkpoint-dir=/tmp")
