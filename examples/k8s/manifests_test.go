@@ -27,27 +27,42 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The trainer's process contract (examples/trainer, README "Exit codes").
+// The trainer's process contract (examples/trainer).
 const (
 	trainerContainer = "trainer"
-	// exitReschedule is EX_TEMPFAIL: the trainer saved after a notice and
-	// asks to run again elsewhere.
-	exitReschedule = 75
-	// emergencySaveMargin is how long before the notice's deadline the
-	// trainer's emergency save must be done (interrupt.GraceContext margin).
-	emergencySaveMargin = 10 * time.Second
 	// trainerImage is the image every manifest runs.
 	trainerImage = "ghcr.io/spotcheck/trainer:v0.1.0"
 )
 
-// nonRetriable are the trainer's exit codes that no retry can fix:
-// 2 (flag parse error, as the flag package exits), EX_USAGE, EX_DATAERR,
-// EX_CONFIG.
-var nonRetriable = []int32{2, 64, 65, 78}
+// trainerContract is what the manifests must agree with: the trainer's
+// flags and exit codes. It is read from examples/trainer's source when it is
+// there, so that a renamed flag or a new exit code fails this test.
+type trainerContract struct {
+	from  string
+	flags map[string]bool
+	// reschedule is the "state saved, run me again" exit code (EX_TEMPFAIL).
+	reschedule int32
+	// nonRetriable are the codes for which running again cannot help.
+	nonRetriable []int32
+}
 
-// documentedFlags are the trainer's flags as issue 6 specifies them; used
-// only when examples/trainer has no source to read the flags from.
-var documentedFlags = []string{"store", "steps", "seed", "batch", "lr", "every", "keep", "interrupt-at"}
+// documentedContract is examples/trainer as of branch trainer 8b7c68f (its
+// parseFlags and exit constants), used when the trainer's source is absent.
+var documentedContract = trainerContract{
+	from: "examples/trainer@8b7c68f (no source in this tree)",
+	flags: setOf("store", "steps", "seed", "batch", "lr", "every", "mtbf", "keep", "interrupt-at",
+		"async", "plot", "detect", "grace", "margin", "progress", "log-every"),
+	reschedule:   75,
+	nonRetriable: []int32{1, 2},
+}
+
+func setOf(names ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
 
 // platform describes what a spot node of one platform looks like.
 type platform struct {
@@ -165,15 +180,16 @@ func loadManifests(t *testing.T) []*manifest {
 	return ms
 }
 
-// trainerFlags returns the flag names the trainer defines, read from the
-// source of examples/trainer with go/parser (flag.String("name", ...),
-// fs.DurationVar(&v, "name", ...), ...), or the documented list if the
-// trainer has no source yet.
-func trainerFlags(t *testing.T) (map[string]bool, string) {
+// readContract reads the trainer's flags (flag.String("name", ...),
+// fs.DurationVar(&v, "name", ...), ...) and exit codes (constants named
+// exit*: exitInterrupted is the reschedule code, every other one but exitOK
+// is non-retriable) from examples/trainer's source with go/parser.
+func readContract(t *testing.T) trainerContract {
 	t.Helper()
 	files, _ := filepath.Glob("../trainer/*.go")
 	fset := token.NewFileSet()
 	flags := map[string]bool{}
+	exits := map[string]int32{}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -183,35 +199,54 @@ func trainerFlags(t *testing.T) (map[string]bool, string) {
 			t.Fatalf("parse trainer source: %v", err)
 		}
 		ast.Inspect(af, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok || !isFlagFunc(sel.Sel.Name) {
-				return true
-			}
-			idx := 0
-			if strings.HasSuffix(sel.Sel.Name, "Var") || sel.Sel.Name == "Var" || sel.Sel.Name == "TextVar" {
-				idx = 1
-			}
-			if idx < len(call.Args) {
-				if lit, ok := call.Args[idx].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					if name, err := strconv.Unquote(lit.Value); err == nil {
-						flags[name] = true
+			switch n := n.(type) {
+			case *ast.ValueSpec:
+				for i, name := range n.Names {
+					if !strings.HasPrefix(name.Name, "exit") || i >= len(n.Values) {
+						continue
+					}
+					if lit, ok := n.Values[i].(*ast.BasicLit); ok && lit.Kind == token.INT {
+						if v, err := strconv.ParseInt(lit.Value, 0, 32); err == nil {
+							exits[name.Name] = int32(v)
+						}
+					}
+				}
+			case *ast.CallExpr:
+				sel, ok := n.Fun.(*ast.SelectorExpr)
+				if !ok || !isFlagFunc(sel.Sel.Name) {
+					return true
+				}
+				idx := 0
+				if strings.HasSuffix(sel.Sel.Name, "Var") {
+					idx = 1
+				}
+				if idx < len(n.Args) {
+					if lit, ok := n.Args[idx].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						if name, err := strconv.Unquote(lit.Value); err == nil {
+							flags[name] = true
+						}
 					}
 				}
 			}
 			return true
 		})
 	}
-	if len(flags) > 0 {
-		return flags, "examples/trainer source"
+	if len(flags) == 0 {
+		return documentedContract
 	}
-	for _, f := range documentedFlags {
-		flags[f] = true
+	c := trainerContract{from: "examples/trainer source", flags: flags}
+	resched, ok := exits["exitInterrupted"]
+	if !ok {
+		t.Fatalf("examples/trainer defines no exitInterrupted constant (exit constants: %v)", exits)
 	}
-	return flags, "issue 6 (examples/trainer defines no flags yet)"
+	c.reschedule = resched
+	for name, v := range exits {
+		if name != "exitOK" && name != "exitInterrupted" && v != 0 {
+			c.nonRetriable = append(c.nonRetriable, v)
+		}
+	}
+	slices.Sort(c.nonRetriable)
+	return c
 }
 
 func isFlagFunc(name string) bool {
@@ -287,10 +322,19 @@ func parseArgs(args []string) (map[string]string, error) {
 }
 
 // checkJob returns every invariant job (from m) breaks.
-func checkJob(m *manifest, job *batchv1.Job, flags map[string]bool) []error {
+func checkJob(m *manifest, job *batchv1.Job, tc trainerContract) []error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	spec := &job.Spec.Template.Spec
+
+	c := findContainer(spec, trainerContainer)
+	var args map[string]string
+	if c != nil {
+		var err error
+		if args, err = parseArgs(c.Args); err != nil {
+			bad("args: %v", err)
+		}
+	}
 
 	// Platform: exactly one spot platform selected, and its taints tolerated.
 	var plat *platform
@@ -308,18 +352,9 @@ func checkJob(m *manifest, job *batchv1.Job, flags map[string]bool) []error {
 		if !tolerates(spec.Tolerations, plat.taint) {
 			bad("does not tolerate the %s spot taint %s=%s:%s", plat.name, plat.taint.Key, plat.taint.Value, plat.taint.Effect)
 		}
-		// Grace: after the trainer's save margin, within the notice.
-		if spec.TerminationGracePeriodSeconds == nil {
-			bad("terminationGracePeriodSeconds not set (default 30 s is not sized to the notice)")
-		} else {
-			grace := time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
-			if grace <= emergencySaveMargin {
-				bad("terminationGracePeriodSeconds %v <= the trainer's emergency-save margin %v", grace, emergencySaveMargin)
-			}
-			if grace >= plat.notice {
-				bad("terminationGracePeriodSeconds %v >= the %s notice %v: the node is gone before the kubelet's SIGKILL", grace, plat.name, plat.notice)
-			}
-		}
+		// Grace: the notice > the pod's grace period >= the trainer's -grace
+		// > its -margin (the emergency save must end that long before).
+		checkGrace(spec, plat, args, bad)
 	}
 	if !tolerates(spec.Tolerations, gpuTaint) {
 		bad("does not tolerate the GPU taint %s", gpuTaint.Key)
@@ -366,9 +401,9 @@ func checkJob(m *manifest, job *batchv1.Job, flags map[string]bool) []error {
 				switch {
 				case code == 0:
 					bad("podFailurePolicy rule %d: exit code 0 is not allowed", i)
-				case code == exitReschedule && r.Action == batchv1.PodFailurePolicyActionIgnore && rescheduleIgnored < 0:
+				case code == tc.reschedule && r.Action == batchv1.PodFailurePolicyActionIgnore && rescheduleIgnored < 0:
 					rescheduleIgnored = i
-				case code == exitReschedule:
+				case code == tc.reschedule:
 					bad("podFailurePolicy rule %d: the reschedule exit code %d must be ignored, not %s", i, code, r.Action)
 				case r.Action == batchv1.PodFailurePolicyActionFailJob:
 					failJob[code] = true
@@ -385,16 +420,15 @@ func checkJob(m *manifest, job *batchv1.Job, flags map[string]bool) []error {
 		bad("podFailurePolicy: the first rule must Ignore DisruptionTarget=True (found at %d)", disruptionIgnored)
 	}
 	if rescheduleIgnored < 0 {
-		bad("podFailurePolicy: no rule Ignores the trainer's reschedule exit code %d", exitReschedule)
+		bad("podFailurePolicy: no rule Ignores the trainer's reschedule exit code %d", tc.reschedule)
 	}
-	for _, code := range nonRetriable {
+	for _, code := range tc.nonRetriable {
 		if !failJob[code] {
 			bad("podFailurePolicy: non-retriable exit code %d does not FailJob", code)
 		}
 	}
 
 	// The trainer container.
-	c := containers[trainerContainer]
 	if c == nil {
 		bad("no container named %q", trainerContainer)
 		return errs
@@ -411,13 +445,8 @@ func checkJob(m *manifest, job *batchv1.Job, flags map[string]bool) []error {
 	if _, ok := c.Resources.Limits["nvidia.com/gpu"]; !ok {
 		bad("no nvidia.com/gpu limit")
 	}
-	args, err := parseArgs(c.Args)
-	if err != nil {
-		bad("args: %v", err)
-		return errs
-	}
 	for name := range args {
-		if !flags[name] {
+		if !tc.flags[name] {
 			bad("args: -%s is not a trainer flag", name)
 		}
 	}
@@ -443,6 +472,58 @@ func checkJob(m *manifest, job *batchv1.Job, flags map[string]bool) []error {
 		bad("args: -store %q: want s3:// (IRSA) or file:// on a PersistentVolumeClaim", store)
 	}
 	return errs
+}
+
+func findContainer(spec *corev1.PodSpec, name string) *corev1.Container {
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == name {
+			return &spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+// durationArg parses the duration flag name of args; def if absent.
+func durationArg(args map[string]string, name string, def time.Duration, bad func(string, ...any)) time.Duration {
+	v, ok := args[name]
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		bad("args: -%s=%s: %v", name, v, err)
+		return def
+	}
+	return d
+}
+
+func checkGrace(spec *corev1.PodSpec, plat *platform, args map[string]string, bad func(string, ...any)) {
+	if spec.TerminationGracePeriodSeconds == nil {
+		bad("terminationGracePeriodSeconds not set (default 30 s is not sized to the notice)")
+		return
+	}
+	podGrace := time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
+	if podGrace >= plat.notice {
+		bad("terminationGracePeriodSeconds %v >= the %s notice %v: the node is gone before the kubelet's SIGKILL", podGrace, plat.name, plat.notice)
+	}
+	if _, ok := args["grace"]; !ok {
+		bad("args: no -grace: the trainer would assume its default, not the pod's %v", podGrace)
+	}
+	if _, ok := args["margin"]; !ok {
+		bad("args: no -margin")
+	}
+	// The trainer's defaults (examples/trainer): -grace 30s, -margin 2s.
+	grace := durationArg(args, "grace", 30*time.Second, bad)
+	margin := durationArg(args, "margin", 2*time.Second, bad)
+	if grace > podGrace {
+		bad("-grace=%v is longer than terminationGracePeriodSeconds %v: the emergency save would be killed", grace, podGrace)
+	}
+	if margin <= 0 || margin >= grace {
+		bad("-margin=%v leaves no time for the emergency save within -grace=%v", margin, grace)
+	}
+	if podGrace <= margin {
+		bad("terminationGracePeriodSeconds %v <= the trainer's emergency-save margin %v", podGrace, margin)
+	}
 }
 
 func checkIRSA(m *manifest, spec *corev1.PodSpec, u *url.URL, bad func(string, ...any)) {
@@ -503,15 +584,15 @@ func checkPVC(m *manifest, spec *corev1.PodSpec, c *corev1.Container, u *url.URL
 }
 
 func TestManifests(t *testing.T) {
-	flags, from := trainerFlags(t)
-	t.Logf("trainer flags from %s: %d", from, len(flags))
+	tc := readContract(t)
+	t.Logf("trainer contract from %s: %d flags, reschedule %d, non-retriable %v", tc.from, len(tc.flags), tc.reschedule, tc.nonRetriable)
 	seen := map[string]bool{}
 	for _, m := range loadManifests(t) {
 		t.Run(m.file, func(t *testing.T) {
 			if len(m.jobs) != 1 {
 				t.Fatalf("%d Jobs, want 1", len(m.jobs))
 			}
-			for _, err := range checkJob(m, m.jobs[0], flags) {
+			for _, err := range checkJob(m, m.jobs[0], tc) {
 				t.Error(err)
 			}
 			for _, p := range platforms {
@@ -531,7 +612,7 @@ func TestManifests(t *testing.T) {
 // TestChecksCanFail breaks each invariant on a copy of a good manifest and
 // expects checkJob to name it.
 func TestChecksCanFail(t *testing.T) {
-	flags, _ := trainerFlags(t)
+	tc := readContract(t)
 	var base *manifest
 	for _, m := range loadManifests(t) {
 		if m.file == "eks-karpenter-s3.yaml" {
@@ -541,7 +622,7 @@ func TestChecksCanFail(t *testing.T) {
 	if base == nil {
 		t.Fatal("eks-karpenter-s3.yaml not found")
 	}
-	if errs := checkJob(base, base.jobs[0], flags); len(errs) != 0 {
+	if errs := checkJob(base, base.jobs[0], tc); len(errs) != 0 {
 		t.Fatalf("base manifest breaks invariants: %v", errs)
 	}
 	tests := []struct {
@@ -555,6 +636,17 @@ func TestChecksCanFail(t *testing.T) {
 			j.Spec.PodFailurePolicy.Rules = j.Spec.PodFailurePolicy.Rules[1:]
 		}, "Ignore DisruptionTarget"},
 		{"grace below margin", func(j *batchv1.Job, _ *manifest) { j.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr(int64(5)) }, "emergency-save margin"},
+		{"trainer grace above pod grace", func(j *batchv1.Job, _ *manifest) {
+			j.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr(int64(60))
+		}, "longer than terminationGracePeriodSeconds"},
+		{"no -grace", func(j *batchv1.Job, _ *manifest) {
+			c := &j.Spec.Template.Spec.Containers[0]
+			c.Args = slices.DeleteFunc(slices.Clone(c.Args), func(a string) bool { return strings.HasPrefix(a, "-grace=") })
+		}, "no -grace"},
+		{"margin above grace", func(j *batchv1.Job, _ *manifest) {
+			c := &j.Spec.Template.Spec.Containers[0]
+			c.Args = append(slices.DeleteFunc(slices.Clone(c.Args), func(a string) bool { return strings.HasPrefix(a, "-margin=") }), "-margin=2m")
+		}, "leaves no time"},
 		{"grace beyond notice", func(j *batchv1.Job, _ *manifest) {
 			j.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr(int64(300))
 		}, "notice"},
@@ -576,7 +668,7 @@ func TestChecksCanFail(t *testing.T) {
 			j := base.jobs[0].DeepCopy()
 			m := *base
 			tt.mutate(j, &m)
-			errs := checkJob(&m, j, flags)
+			errs := checkJob(&m, j, tc)
 			if !slices.ContainsFunc(errs, func(e error) bool { return strings.Contains(e.Error(), tt.want) }) {
 				t.Errorf("checkJob = %v, want an error containing %q", errs, tt.want)
 			}
