@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -386,4 +387,49 @@ func TestExitCodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParseFlags: any argument list either fails with an error or yields
+// flags that satisfy the checks rank relies on.
+func FuzzParseFlags(f *testing.F) {
+	f.Add("-types g5.xlarge,p3.2xlarge -regions us-east-1,us-west-2 -work 20h -ckpt-cost 90s -restart 5m -nodes 1")
+	f.Add("-nodes 4 -on-demand-nodes 0,2,4 -max-price 1.5 -min-savings 60 -json")
+	f.Add("-types , -regions us-east-1")
+	f.Add("-work -1h -min-savings NaN -max-price Inf")
+	f.Fuzz(func(t *testing.T, line string) {
+		fl, err := parseFlags(strings.Fields(line), io.Discard)
+		if err != nil {
+			return
+		}
+		if len(fl.types) == 0 || len(fl.regions) == 0 || fl.work <= 0 || fl.nodes < 1 ||
+			!(fl.minSavings >= 0 && fl.minSavings <= 100) || !(fl.maxPrice >= 0) || math.IsInf(fl.maxPrice, 0) {
+			t.Fatalf("accepted %q as %+v", line, fl)
+		}
+		for _, n := range fl.onDemandNodes {
+			if n < 0 || n > fl.nodes {
+				t.Fatalf("accepted hybrid plan %d of %d nodes", n, fl.nodes)
+			}
+		}
+		for _, s := range append(slices.Clone(fl.types), fl.regions...) {
+			if s == "" || strings.Contains(s, ",") {
+				t.Fatalf("list item %q from %q", s, line)
+			}
+		}
+	})
+}
+
+func ExampleRow_table() {
+	od := 1.006
+	sav := 100 * (1 - 0.2950/od)
+	rows := []Row{
+		{Rank: 1, Region: "us-west-2", Zone: "us-west-2a", InstanceType: "g5.xlarge", SpotPrice: 0.2950, OnDemandPrice: &od,
+			SavingsPercent: &sav, Interruption: "5-10%", ExpectedHours: 20.1, ExpectedCost: 5.92},
+		{Rank: 2, Region: "us-east-1", Zone: "us-east-1c", InstanceType: "p3.2xlarge", SpotPrice: 1.1020,
+			Interruption: "assumed worst", ExpectedHours: 20.13, ExpectedCost: 22.14},
+	}
+	writeTable(os.Stdout, rows, false)
+	// Output:
+	// #  REGION     ZONE        TYPE        SPOT $/H  ON-DEMAND  SAVINGS  INTERRUPT      EXP HOURS  EXP COST  COST
+	// 1  us-west-2  us-west-2a  g5.xlarge   0.2950    1.0060     71%      5-10%          20.1       $5.92     #####
+	// 2  us-east-1  us-east-1c  p3.2xlarge  1.1020    -          -        assumed worst  20.1       $22.14    ####################
 }

@@ -400,16 +400,27 @@ func (s *sink) sendAll(ctx context.Context) error {
 	}
 	events := s.pending
 	s.pending, s.pendingBytes = nil, 0
-	slices.SortStableFunc(events, func(a, b event) int { return compareInt64(a.ts, b.ts) })
 	var errs []error
-	for len(events) > 0 {
-		n := s.batchLen(events)
-		if err := s.put(ctx, events[:n]); err != nil {
+	for _, batch := range splitBatches(events, s.opts.MaxBatchEvents, s.opts.MaxBatchBytes) {
+		if err := s.put(ctx, batch); err != nil {
 			errs = append(errs, err)
 		}
-		events = events[n:]
 	}
 	return errors.Join(errs...)
+}
+
+// splitBatches sorts events by time (stable) and cuts them into requests
+// within the limits: at most maxEvents events, at most maxBytes bytes
+// (messages plus EventOverhead each), a span under MaxBatchSpan.
+func splitBatches(events []event, maxEvents, maxBytes int) [][]event {
+	slices.SortStableFunc(events, func(a, b event) int { return compareInt64(a.ts, b.ts) })
+	var out [][]event
+	for len(events) > 0 {
+		n := batchLen(events, maxEvents, maxBytes)
+		out = append(out, events[:n:n])
+		events = events[n:]
+	}
+	return out
 }
 
 func compareInt64(a, b int64) int {
@@ -422,13 +433,14 @@ func compareInt64(a, b int64) int {
 	return 0
 }
 
-// batchLen returns how many of the sorted events fit in one request.
-func (s *sink) batchLen(events []event) int {
+// batchLen returns how many of the sorted events fit in one request (at
+// least one).
+func batchLen(events []event, maxEvents, maxBytes int) int {
 	size := 0
 	first := events[0].ts
 	for i, ev := range events {
 		sz := len(ev.msg) + EventOverhead
-		if i == s.opts.MaxBatchEvents || (i > 0 && size+sz > s.opts.MaxBatchBytes) ||
+		if i == maxEvents || (i > 0 && size+sz > maxBytes) ||
 			ev.ts-first > MaxBatchSpan.Milliseconds() {
 			return i
 		}
