@@ -106,7 +106,7 @@ func Rank(offers []Offer, job Job, opts *RankOptions) ([]Expected, error) {
 			out = append(out, e)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Expected) int {
+	slices.SortFunc(out, func(a, b Expected) int {
 		return cmp.Or(
 			cmp.Compare(a.Cost, b.Cost),
 			cmp.Compare(a.WallTime, b.WallTime),
