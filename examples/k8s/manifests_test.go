@@ -371,7 +371,7 @@ func checkJob(m *manifest, job *batchv1.Job, tc trainerContract) []error {
 		bad("no activeDeadlineSeconds: ignored failures could reschedule forever")
 	}
 	if p := job.Spec.PodReplacementPolicy; p == nil || *p != batchv1.Failed {
-		bad("podReplacementPolicy %v, want Failed (no overlapping trainers)", p)
+		bad("podReplacementPolicy %v, want Failed (no overlapping trainers; the only value the API allows with podFailurePolicy)", p)
 	}
 	pfp := job.Spec.PodFailurePolicy
 	if pfp == nil || len(pfp.Rules) == 0 {
@@ -392,6 +392,10 @@ func checkJob(m *manifest, job *batchv1.Job, tc trainerContract) []error {
 		if ec := r.OnExitCodes; ec != nil {
 			if ec.ContainerName == nil || containers[*ec.ContainerName] == nil {
 				bad("podFailurePolicy rule %d: containerName %v names no container", i, ec.ContainerName)
+			}
+			// The API server's validation: 1..255 values, unique, ascending.
+			if n := len(ec.Values); n == 0 || n > 255 || !slices.IsSorted(ec.Values) || len(slices.Compact(slices.Clone(ec.Values))) != n {
+				bad("podFailurePolicy rule %d: exit codes %v must be 1..255 unique values in ascending order", i, ec.Values)
 			}
 			if ec.Operator != batchv1.PodFailurePolicyOnExitCodesOpIn {
 				bad("podFailurePolicy rule %d: operator %q, want In", i, ec.Operator)
@@ -659,6 +663,9 @@ func TestChecksCanFail(t *testing.T) {
 		{"reschedule counted", func(j *batchv1.Job, _ *manifest) {
 			j.Spec.PodFailurePolicy.Rules[1].Action = batchv1.PodFailurePolicyActionCount
 		}, "reschedule exit code 75"},
+		{"unsorted exit codes", func(j *batchv1.Job, _ *manifest) {
+			j.Spec.PodFailurePolicy.Rules[2].OnExitCodes.Values = []int32{2, 1}
+		}, "ascending order"},
 		{"store on ephemeral disk", func(j *batchv1.Job, _ *manifest) {
 			j.Spec.Template.Spec.Containers[0].Args = []string{"-store=file:///tmp/ck"}
 		}, "on no mounted volume"},
@@ -714,3 +721,34 @@ func TestSplitDocuments(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// FuzzDecode: any input either decodes or fails with an error naming the
+// file; never a panic, never a document silently lost.
+func FuzzDecode(f *testing.F) {
+	files, _ := filepath.Glob("*.yaml")
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte("---\n---\n"))
+	f.Add([]byte("apiVersion: v1\nkind: ServiceAccount\n---\napiVersion: batch/v1\nkind: Job\nspec: {}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := decode("fuzz.yaml", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz.yaml") {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		docs, err := splitDocuments(data)
+		if err != nil {
+			t.Fatalf("decode succeeded but split fails: %v", err)
+		}
+		if n := len(m.jobs) + len(m.serviceAccounts) + len(m.claims) + len(m.storageClasses); n != len(docs) {
+			t.Fatalf("%d documents, %d objects", len(docs), n)
+		}
+	})
+}
