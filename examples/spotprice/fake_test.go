@@ -31,6 +31,8 @@ type fakeAWS struct {
 	zones    map[string][][2]string  // region -> (zone name, zone id)
 	onDemand map[[2]string]float64   // (region, type) -> USD per hour
 	fail     map[string]bool         // regions whose EC2 calls fail
+	// advisorDoc is served at GET /spot-advisor-data.json.
+	advisorDoc string
 	pageSize int
 
 	mu    sync.Mutex
@@ -55,6 +57,12 @@ func newFakeAWS(t *testing.T) (*fakeAWS, *httptest.Server) {
 var scopeRE = regexp.MustCompile(`Credential=[^/]+/\d{8}/([^/]+)/([^/]+)/aws4_request`)
 
 func (f *fakeAWS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/spot-advisor-data.json" {
+		// The advisor feed is a public S3 object: plain GET, no signature.
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, f.advisorDoc)
+		return
+	}
 	m := scopeRE.FindStringSubmatch(r.Header.Get("Authorization"))
 	if m == nil {
 		f.errorf("unsigned request %s %s", r.Method, r.URL)

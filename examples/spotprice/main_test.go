@@ -89,6 +89,7 @@ func newWorld(t *testing.T) *world {
 	if err := os.WriteFile(w.advisor, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	f.advisorDoc = doc
 
 	// The answer the test expects, from the data above: newest by time.
 	newestAt := map[key]time.Time{}
@@ -283,6 +284,15 @@ func TestHybridPlans(t *testing.T) {
 	}
 	if plans[0] == 0 || plans[0] != plans[2] {
 		t.Errorf("plans by on-demand nodes: %v, want as many with 0 as with 2", plans)
+	}
+}
+
+func TestAdvisorURL(t *testing.T) {
+	w := newWorld(t)
+	fromFile := w.execJSON(t)
+	fromURL := w.execJSON(t, "-advisor", w.url+"/spot-advisor-data.json")
+	if diff := cmp.Diff(fromFile.Offers, fromURL.Offers); diff != "" {
+		t.Errorf("ranking with the advisor from a URL differs from the file's (-file +url):\n%s", diff)
 	}
 }
 
