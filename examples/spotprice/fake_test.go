@@ -33,7 +33,7 @@ type fakeAWS struct {
 	fail     map[string]bool         // regions whose EC2 calls fail
 	// advisorDoc is served at GET /spot-advisor-data.json.
 	advisorDoc string
-	pageSize int
+	pageSize   int
 
 	mu    sync.Mutex
 	pages map[string]int // region -> DescribeSpotPriceHistory pages served
