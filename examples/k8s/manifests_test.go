@@ -75,7 +75,7 @@ type platform struct {
 
 var platforms = []platform{
 	{"karpenter", "karpenter.sh/capacity-type", "spot",
-		corev1.Taint{Key: "karpenter.sh/capacity-type", Value: "spot", Effect: corev1.TaintEffectNoSchedule}, 2 * time.Minute},
+		corev1.Taint{Key: "spot", Value: "true", Effect: corev1.TaintEffectNoSchedule}, 2 * time.Minute},
 	{"eks-managed", "eks.amazonaws.com/capacityType", "SPOT",
 		corev1.Taint{Key: "spot", Value: "true", Effect: corev1.TaintEffectNoSchedule}, 2 * time.Minute},
 	{"gke", "cloud.google.com/gke-spot", "true",
