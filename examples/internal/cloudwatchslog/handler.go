@@ -196,6 +196,13 @@ func New(api API, opts *Options) (*Handler, error) {
 	return &Handler{s: s, inner: inner}, nil
 }
 
+// NewFromConfig is New with a CloudWatch Logs client made from cfg (the
+// standard AWS configuration: config.LoadDefaultConfig). optFns apply to the
+// client, e.g. to set BaseEndpoint or the retryer.
+func NewFromConfig(cfg aws.Config, opts *Options, optFns ...func(*cloudwatchlogs.Options)) (*Handler, error) {
+	return New(cloudwatchlogs.NewFromConfig(cfg, optFns...), opts)
+}
+
 // fmtWriter receives the JSON text of one record, under s.fmtMu.
 type fmtWriter sink
 

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatchlogs"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/spotcheck/spotcheck/examples/internal/cloudwatchslog"
@@ -349,6 +352,23 @@ func TestSendFailureReported(t *testing.T) {
 	err = h.Close(context.Background())
 	if !errors.Is(err, cloudwatchslog.ErrDropped) || !strings.Contains(err.Error(), "1 dropped") {
 		t.Errorf("Close = %v, want ErrDropped with 1 dropped", err)
+	}
+}
+
+func TestNewFromConfig(t *testing.T) {
+	f, srv := newFakeLogs(t)
+	cfg := aws.Config{Region: "eu-west-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "SECRET", "")}
+	h, err := cloudwatchslog.NewFromConfig(cfg, &cloudwatchslog.Options{Group: "g", Stream: "s"},
+		func(o *cloudwatchlogs.Options) { o.BaseEndpoint = aws.String(srv.URL) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	slog.New(h).Info("hello")
+	if err := h.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.events("g", "s")); n != 1 {
+		t.Errorf("%d events, want 1", n)
 	}
 }
 
