@@ -23,7 +23,8 @@ type AdvisorOptions struct {
 	// probability instead of its upper bound (the default, pessimistic).
 	Midpoint bool
 	// OpenBucketProbability is the monthly probability assumed for an
-	// open-ended bucket (">20%", whose "max" is 100). Default 0.30.
+	// open-ended bucket (">20%", whose "max" is 100). Default 0.30; never
+	// less than the bucket's lower bound.
 	OpenBucketProbability float64
 	// HoursPerMonth converts monthly probabilities to hourly rates
 	// (default 730).
@@ -158,7 +159,9 @@ func ParseAdvisor(r io.Reader, opts *AdvisorOptions) (*Advisor, error) {
 		b := Bucket{Index: *rg.Index, Label: *rg.Label, Lower: float64(prevMax) / 100, Upper: float64(*rg.Max) / 100}
 		switch {
 		case b.Upper >= 1:
-			b.Probability = o.OpenBucketProbability
+			// Never below the bucket's own lower bound, so a worse bucket
+			// never gets a lower rate.
+			b.Probability = math.Max(o.OpenBucketProbability, b.Lower)
 		case o.Midpoint:
 			b.Probability = (b.Lower + b.Upper) / 2
 		default:

@@ -178,7 +178,10 @@ func FuzzParseAdvisor(f *testing.F) {
 		if len(bs) == 0 {
 			t.Fatal("feed accepted without buckets")
 		}
-		for _, b := range bs {
+		for i, b := range bs {
+			if i > 0 && b.Rate < bs[i-1].Rate {
+				t.Fatalf("bucket %+v has a lower rate than the better bucket %+v", b, bs[i-1])
+			}
 			if !(b.Probability > 0 && b.Probability < 1) || !(b.Rate > 0) || math.IsInf(b.Rate, 0) || b.Upper <= b.Lower {
 				t.Fatalf("bucket %+v: probability must be in (0,1), rate positive and finite, bounds ascending", b)
 			}
@@ -187,4 +190,10 @@ func FuzzParseAdvisor(f *testing.F) {
 			t.Fatalf("WorstRate %v", r)
 		}
 	})
+}
+
+func TestDefaultMissingRateIsTheOpenBucket(t *testing.T) {
+	if want := rateOf(0.30); math.Abs(pricing.DefaultMissingRate-want) > 1e-18 {
+		t.Errorf("DefaultMissingRate = %v, want -ln(0.7)/730 = %v", pricing.DefaultMissingRate, want)
+	}
 }

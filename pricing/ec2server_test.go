@@ -35,6 +35,8 @@ type fakeEC2 struct {
 	requests map[string]map[string]int // region -> action -> count
 	served   map[string]int            // region -> price records served
 	scores   []fakeScore
+
+	inflight, maxInflight int // concurrent DescribeSpotPriceHistory calls
 }
 
 type fakeRegion struct {
@@ -42,6 +44,8 @@ type fakeRegion struct {
 	records  []fakeRecord
 	pageSize int    // records per DescribeSpotPriceHistory page (default 1000)
 	failCode string // if set, every call answers this EC2 error
+	// failAction, if set, limits failCode to that action.
+	failAction string
 }
 
 type fakeRecord struct {
@@ -107,6 +111,17 @@ func (f *fakeEC2) serve(w http.ResponseWriter, r *http.Request) {
 		f.fail(w, http.StatusBadRequest, "InvalidParameterValue", "unexpected Version "+r.PostForm.Get("Version"))
 		return
 	}
+	if action == "DescribeSpotPriceHistory" {
+		f.mu.Lock()
+		f.inflight++
+		f.maxInflight = max(f.maxInflight, f.inflight)
+		f.mu.Unlock()
+		defer func() {
+			f.mu.Lock()
+			f.inflight--
+			f.mu.Unlock()
+		}()
+	}
 	if f.latency > 0 {
 		select {
 		case <-time.After(f.latency):
@@ -125,7 +140,7 @@ func (f *fakeEC2) serve(w http.ResponseWriter, r *http.Request) {
 		f.fail(w, http.StatusBadRequest, "InvalidRegion", "region "+region+" is not served")
 		return
 	}
-	if reg.failCode != "" {
+	if reg.failCode != "" && (reg.failAction == "" || reg.failAction == action) {
 		f.fail(w, http.StatusForbidden, reg.failCode, "You are not authorized to perform this operation.")
 		return
 	}

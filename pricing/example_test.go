@@ -1,8 +1,12 @@
 package pricing_test
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/spotcheck/spotcheck/pricing"
 )
@@ -55,4 +59,61 @@ func ExampleRank() {
 	// us-east-1/p3.2xlarge/us-east-1a  spot=8 od=0 wall=288.4h cost=$2076.49
 	// eu-west-1/p3.2xlarge/eu-west-1b  spot=6 od=2 wall=206.8h cost=$2547.41
 	// us-east-1/p3.2xlarge/us-east-1a  spot=6 od=2 wall=271.4h cost=$3126.68
+}
+
+func ExampleParseAdvisor() {
+	feed := `{
+	  "ranges": [
+	    {"index": 0, "label": "<5%", "dots": 0, "max": 5},
+	    {"index": 1, "label": "5-10%", "dots": 1, "max": 11},
+	    {"index": 2, "label": "10-15%", "dots": 2, "max": 16},
+	    {"index": 3, "label": "15-20%", "dots": 3, "max": 22},
+	    {"index": 4, "label": ">20%", "dots": 4, "max": 100}
+	  ],
+	  "spot_advisor": {"us-east-1": {"Linux": {"p3.2xlarge": {"s": 70, "r": 3}}}}
+	}`
+	a, err := pricing.ParseAdvisor(strings.NewReader(feed), nil)
+	if err != nil {
+		panic(err)
+	}
+	for _, b := range a.Buckets() {
+		fmt.Printf("%-7s p=%.2f/month  rate=%.2e/h  MTBF=%5.0f days\n", b.Label, b.Probability, b.Rate, 1/b.Rate/24)
+	}
+	e, err := a.Lookup("us-east-1", "Linux", "p3.2xlarge")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("p3.2xlarge in us-east-1: %s, saves %d%%\n", e.Bucket.Label, e.Savings)
+	// Output:
+	// <5%     p=0.05/month  rate=7.03e-05/h  MTBF=  593 days
+	// 5-10%   p=0.11/month  rate=1.60e-04/h  MTBF=  261 days
+	// 10-15%  p=0.16/month  rate=2.39e-04/h  MTBF=  174 days
+	// 15-20%  p=0.22/month  rate=3.40e-04/h  MTBF=  122 days
+	// >20%    p=0.30/month  rate=4.89e-04/h  MTBF=   85 days
+	// p3.2xlarge in us-east-1: 15-20%, saves 70%
+}
+
+// A Scanner over real AWS (this example needs credentials and network, so
+// it is compiled but not run).
+func ExampleScanner() {
+	ctx := context.Background()
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		panic(err)
+	}
+	s, err := pricing.NewScannerFromConfig(cfg, []string{"us-east-1", "us-west-2", "eu-west-1"}, nil)
+	if err != nil {
+		panic(err)
+	}
+	res, err := s.Scan(ctx, pricing.Query{InstanceTypes: []string{"p3.2xlarge", "g5.xlarge"}})
+	if res == nil {
+		panic(err)
+	}
+	// err, if not nil, names the regions that failed; res holds the rest.
+	offers, _ := pricing.Offers(ctx, res.Quotes, &pricing.OfferSources{OnDemand: pricing.NewOnDemandFromConfig(cfg, nil)})
+	job := pricing.Job{Work: 48 * time.Hour, CheckpointCost: 2 * time.Minute, RestartCost: 10 * time.Minute, Nodes: 4}
+	ranked, _ := pricing.Rank(offers, job, &pricing.RankOptions{MaxPrice: 2})
+	for _, e := range ranked {
+		fmt.Println(e.Offer, e.Cost, e.WallTime, e.Interval)
+	}
 }

@@ -94,9 +94,10 @@ type OfferSources struct {
 	Placement []PlacementScore
 }
 
-// DefaultMissingRate is the interruption rate assumed without advisor
-// data: the ">20%" bucket at 30% a month, -ln(0.7)/730 per hour.
-var DefaultMissingRate = -math.Log1p(-0.30) / 730
+// DefaultMissingRate is the interruption rate per node-hour assumed
+// without advisor data: the open ">20%" bucket at 30% a month,
+// -ln(1-0.30)/730 ≈ 4.89e-4 (MTBF ≈ 85 days).
+const DefaultMissingRate = 0.35667494393873245 / 730
 
 // Offers turns quotes into offers: on-demand price, interruption rate and
 // placement score joined by (region, type[, zone id]). Lookups that fail

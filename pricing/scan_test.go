@@ -295,3 +295,71 @@ func TestComputeStats(t *testing.T) {
 		})
 	}
 }
+
+func TestScanZoneIDsUnavailable(t *testing.T) {
+	f := newFakeEC2(t, map[string]*fakeRegion{
+		"us-east-2": {
+			zones:    [][2]string{{"us-east-2a", "use2-az1"}},
+			failCode: "UnauthorizedOperation", failAction: "DescribeAvailabilityZones",
+			records: []fakeRecord{rec("g5.xlarge", "us-east-2a", "0.3800", at(31, 10, 0))},
+		},
+	})
+	s := f.scanner(t, []string{"us-east-2"}, &pricing.ScannerOptions{Now: func() time.Time { return scanNow }})
+	res, err := s.Scan(context.Background(), pricing.Query{InstanceTypes: []string{"g5.xlarge"}})
+	var re *pricing.RegionError
+	if !errors.As(err, &re) || re.Region != "us-east-2" || re.Op != "DescribeAvailabilityZones" {
+		t.Fatalf("error %v: want a *RegionError for us-east-2 DescribeAvailabilityZones", err)
+	}
+	// The prices still count; only the zone id is missing.
+	want := []pricing.Quote{{Region: "us-east-2", InstanceType: "g5.xlarge", AvailabilityZone: "us-east-2a", ProductDescription: "Linux/UNIX", Price: 0.38, Timestamp: at(31, 10, 0)}}
+	if diff := cmp.Diff(want, res.Quotes); diff != "" {
+		t.Errorf("quotes (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"us-east-2"}, res.Answered); diff != "" {
+		t.Errorf("answered (-want +got):\n%s", diff)
+	}
+}
+
+func FuzzParsePrice(f *testing.F) {
+	for _, s := range []string{"0.9180", "abc", "-1", "", " 1.5 ", "NaN", "Inf", "1e309", "0x1p-2", "0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := pricing.ParsePrice(s)
+		if err != nil {
+			if !errors.Is(err, pricing.ErrInvalidPrice) {
+				t.Fatalf("ParsePrice(%q) error %v does not wrap ErrInvalidPrice", s, err)
+			}
+			return
+		}
+		if !(v > 0) || math.IsInf(v, 0) {
+			t.Fatalf("ParsePrice(%q) = %v accepted", s, v)
+		}
+	})
+}
+
+func TestScanConcurrencyBound(t *testing.T) {
+	regions := map[string]*fakeRegion{}
+	var names []string
+	for _, r := range []string{"us-east-1", "us-east-2", "us-west-1", "us-west-2", "eu-west-1", "eu-west-2"} {
+		regions[r] = &fakeRegion{zones: [][2]string{{r + "a", r + "-az1"}}, records: []fakeRecord{rec("g5.xlarge", r+"a", "0.4", at(31, 10, 0))}}
+		names = append(names, r)
+	}
+	f := newFakeEC2(t, regions)
+	f.latency = 20 * time.Millisecond
+	s := f.scanner(t, names, &pricing.ScannerOptions{Concurrency: 2, Now: func() time.Time { return scanNow }})
+	res, err := s.Scan(context.Background(), pricing.Query{InstanceTypes: []string{"g5.xlarge"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Quotes) != len(names) {
+		t.Errorf("%d quotes, want one per region (%d)", len(res.Quotes), len(names))
+	}
+	f.mu.Lock()
+	peak := f.maxInflight
+	f.mu.Unlock()
+	t.Logf("peak concurrent DescribeSpotPriceHistory calls: %d (bound 2)", peak)
+	if peak > 2 || peak < 1 {
+		t.Errorf("peak concurrent DescribeSpotPriceHistory calls = %d, want 1..2 (Concurrency 2)", peak)
+	}
+}

@@ -213,6 +213,15 @@ func TestSeedOptimizerBugs(t *testing.T) {
 			want:     []seedOption{{"us-east-1", "p3.2xlarge", "us-east-1a", 0.7}, {"us-east-1", "p3.2xlarge", "us-east-1b", 1.1}},
 		},
 		{
+			name: "3 prices keyed by type alone across zones (Python 3)", bug: "a type seen in a second zone reaches the comparison and raises",
+			region: &fakeRegion{zones: zones, records: []fakeRecord{
+				rec("p3.2xlarge", "us-east-1a", "0.7000", h(2)),
+				rec("p3.2xlarge", "us-east-1b", "1.1000", h(1)),
+			}},
+			types: []string{"p3.2xlarge"}, greater: python3Greater, seedErr: true,
+			want: []seedOption{{"us-east-1", "p3.2xlarge", "us-east-1a", 0.7}, {"us-east-1", "p3.2xlarge", "us-east-1b", 1.1}},
+		},
+		{
 			name: "4 pagination ignored", bug: "response['SpotPriceHistory'] is the first page only",
 			region: &fakeRegion{zones: zones, pageSize: 2, records: []fakeRecord{
 				rec("p3.2xlarge", "us-east-1a", "0.9500", h(2)),
