@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -36,10 +37,15 @@ type AWSOptions struct {
 	// interval.
 	Interval time.Duration
 	// EventsInterval between polls of the rebalance recommendation and the
-	// scheduled events (default: Interval).
+	// scheduled events (default 10 s, and never shorter than Interval).
+	// Both are advisory and announced minutes (rebalance) to days
+	// (maintenance) ahead; polling them less often than the spot notice
+	// keeps the watcher close to one request per Interval.
 	EventsInterval time.Duration
 	// RequestTimeout bounds one request, including the IMDSv2 token request
-	// the SDK makes when its token is missing or expired (default 1 s).
+	// the SDK makes when its token is missing or expired (default 1 s). In a
+	// container, the instance's metadata hop limit must be at least 2 for the
+	// token's PUT response to arrive.
 	RequestTimeout time.Duration
 	// MaxBackoff caps the delay between retries after failures (timeouts,
 	// refused connections, 5xx, 429, 401, malformed documents). Retries start
@@ -62,8 +68,9 @@ func (o *AWSOptions) withDefaults() AWSOptions {
 		r.Interval = time.Second
 	}
 	if r.EventsInterval <= 0 {
-		r.EventsInterval = r.Interval
+		r.EventsInterval = 10 * time.Second
 	}
+	r.EventsInterval = max(r.EventsInterval, r.Interval)
 	if r.RequestTimeout <= 0 {
 		r.RequestTimeout = time.Second
 	}
@@ -93,18 +100,79 @@ type awsSource struct{ opts AWSOptions }
 
 func (*awsSource) Name() string { return SourceAWS }
 
-// metadataTransport is the HTTP transport for link-local metadata
-// services: no proxy, short dial timeout, keep-alive for the polls.
-func metadataTransport(timeout time.Duration) *http.Transport {
-	return &http.Transport{
-		Proxy:                 nil,
-		DialContext:           (&net.Dialer{Timeout: min(timeout, 500*time.Millisecond)}).DialContext,
+// metadataTransport returns the HTTP transport for link-local metadata
+// services (no proxy, short dial timeout, keep-alive for the polls) and a
+// function that closes every connection it ever opened and refuses new
+// ones. CloseIdleConnections alone is not enough after a stop: a dial the
+// transport finishes in the background after its request was cancelled
+// still lands in the idle pool, with two goroutines.
+func metadataTransport(timeout time.Duration) (*http.Transport, func()) {
+	ct := &connTracker{conns: map[net.Conn]struct{}{}}
+	d := &net.Dialer{Timeout: min(timeout, 500*time.Millisecond)}
+	tr := &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return ct.add(c)
+		},
 		ResponseHeaderTimeout: timeout,
 		MaxIdleConns:          4,
 		MaxIdleConnsPerHost:   4,
 		IdleConnTimeout:       90 * time.Second,
 		DisableCompression:    true,
 	}
+	return tr, func() {
+		ct.closeAll()
+		tr.CloseIdleConnections()
+	}
+}
+
+type connTracker struct {
+	mu     sync.Mutex
+	closed bool
+	conns  map[net.Conn]struct{}
+}
+
+var errTransportClosed = errors.New("interrupt: metadata transport closed")
+
+func (t *connTracker) add(c net.Conn) (net.Conn, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		c.Close()
+		return nil, errTransportClosed
+	}
+	t.conns[c] = struct{}{}
+	return &trackedConn{Conn: c, t: t}, nil
+}
+
+func (t *connTracker) closeAll() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	for c := range t.conns {
+		c.Close()
+	}
+	clear(t.conns)
+}
+
+// trackedConn forgets itself when closed, so the tracker does not grow.
+type trackedConn struct {
+	net.Conn
+	t    *connTracker
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.t.mu.Lock()
+		delete(c.t.conns, c.Conn)
+		c.t.mu.Unlock()
+	})
+	return c.Conn.Close()
 }
 
 type poller struct {
@@ -120,8 +188,8 @@ func (s *awsSource) Watch(ctx context.Context, report func(*Notice)) error {
 	log := logger(ctx, o.Logger).With("source", SourceAWS)
 	client := o.Client
 	if client == nil {
-		tr := metadataTransport(o.RequestTimeout)
-		defer tr.CloseIdleConnections()
+		tr, closeAll := metadataTransport(o.RequestTimeout)
+		defer closeAll()
 		client = imds.New(imds.Options{
 			Endpoint:   o.Endpoint,
 			HTTPClient: &http.Client{Transport: tr},

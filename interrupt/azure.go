@@ -27,7 +27,9 @@ type AzureOptions struct {
 	// Interval between polls of Scheduled Events (default 1 s, as Azure
 	// recommends).
 	Interval time.Duration
-	// RequestTimeout bounds one request (default 5 s).
+	// RequestTimeout bounds one request (default 5 s). The first request
+	// after boot may be slow while the platform enables Scheduled Events for
+	// the VM; it is retried like any failure.
 	RequestTimeout time.Duration
 	// MaxBackoff caps the delay between retries after failures; retries start
 	// at Interval (default 5 s).
@@ -78,8 +80,7 @@ func (o *AzureOptions) withDefaults() AzureOptions {
 // to acknowledge events with Ack.
 type AzureSource struct {
 	opts   AzureOptions
-	client *http.Client
-	tr     *http.Transport
+	client *http.Client // for Ack; each Watch has its own
 }
 
 // Azure returns a source that polls Azure Scheduled Events
@@ -93,8 +94,8 @@ func Azure(opts *AzureOptions) *AzureSource {
 	o := opts.withDefaults()
 	s := &AzureSource{opts: o, client: o.HTTPClient}
 	if s.client == nil {
-		s.tr = metadataTransport(o.RequestTimeout)
-		s.client = &http.Client{Transport: s.tr}
+		s.client = &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true,
+			ResponseHeaderTimeout: o.RequestTimeout}}
 	}
 	return s
 }
@@ -130,7 +131,6 @@ func (s *AzureSource) Ack(ctx context.Context, eventIDs ...string) error {
 	}
 	req.Header.Set("Metadata", "true")
 	req.Header.Set("Content-Type", "application/json")
-	req.Close = true // no idle connection left behind after Stop
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return fmt.Errorf("interrupt: azure ack %v: %w", eventIDs, err)
@@ -146,8 +146,11 @@ func (s *AzureSource) Ack(ctx context.Context, eventIDs ...string) error {
 // Watch polls until ctx is done.
 func (s *AzureSource) Watch(ctx context.Context, report func(*Notice)) error {
 	o := s.opts
-	if s.tr != nil {
-		defer s.tr.CloseIdleConnections()
+	client := o.HTTPClient
+	if client == nil {
+		tr, closeAll := metadataTransport(o.RequestTimeout)
+		defer closeAll()
+		client = &http.Client{Transport: tr}
 	}
 	log := logger(ctx, o.Logger).With("source", SourceAzure)
 	bo := backoff{base: o.Interval, max: o.MaxBackoff}
@@ -157,7 +160,7 @@ func (s *AzureSource) Watch(ctx context.Context, report func(*Notice)) error {
 		var err error
 		if name == "" && !o.AllResources {
 			var b []byte
-			if b, err = s.get(ctx, azureNamePath); err == nil {
+			if b, err = s.get(ctx, client, azureNamePath); err == nil {
 				name = strings.TrimSpace(string(b))
 				if name == "" {
 					err = errors.New("compute/name: empty")
@@ -166,7 +169,7 @@ func (s *AzureSource) Watch(ctx context.Context, report func(*Notice)) error {
 		}
 		if err == nil {
 			var body []byte
-			if body, err = s.get(ctx, azureEventsPath); err == nil {
+			if body, err = s.get(ctx, client, azureEventsPath); err == nil {
 				var doc azureDocument
 				if doc, err = parseAzureDocument(body); err == nil && doc.Incarnation != lastInc {
 					lastInc = doc.Incarnation
@@ -216,7 +219,7 @@ func (s *AzureSource) notices(doc azureDocument, name string, now time.Time) []*
 	return ns
 }
 
-func (s *AzureSource) get(ctx context.Context, path string) ([]byte, error) {
+func (s *AzureSource) get(ctx context.Context, client *http.Client, path string) ([]byte, error) {
 	rctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodGet, s.opts.Endpoint+path, nil)
@@ -224,7 +227,7 @@ func (s *AzureSource) get(ctx context.Context, path string) ([]byte, error) {
 		return nil, err
 	}
 	req.Header.Set("Metadata", "true")
-	resp, err := s.client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}

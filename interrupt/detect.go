@@ -76,8 +76,8 @@ func Detect(ctx context.Context, opts *DetectOptions) (Cloud, []Source) {
 
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	tr := metadataTransport(o.Timeout)
-	defer tr.CloseIdleConnections()
+	tr, closeAll := metadataTransport(o.Timeout)
+	defer closeAll()
 	client := &http.Client{Transport: tr}
 
 	probes := []struct {

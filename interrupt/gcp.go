@@ -101,8 +101,8 @@ func (s *gcpSource) Watch(ctx context.Context, report func(*Notice)) error {
 	o := s.opts
 	client := o.HTTPClient
 	if client == nil {
-		tr := metadataTransport(o.WaitTimeout + o.RequestTimeout)
-		defer tr.CloseIdleConnections()
+		tr, closeAll := metadataTransport(o.WaitTimeout + o.RequestTimeout)
+		defer closeAll()
 		client = &http.Client{Transport: tr}
 	}
 	log := logger(ctx, o.Logger).With("source", SourceGCP)
@@ -189,7 +189,7 @@ func (s *gcpSource) get(ctx context.Context, client *http.Client, path, etag str
 		q := url.Values{}
 		q.Set("wait_for_change", "true")
 		q.Set("last_etag", etag)
-		q.Set("timeout_sec", strconv.Itoa(int(o.WaitTimeout/time.Second)))
+		q.Set("timeout_sec", strconv.Itoa(max(1, int(o.WaitTimeout/time.Second))))
 		u += "?" + q.Encode()
 		timeout += o.WaitTimeout
 	}

@@ -140,11 +140,20 @@ func isRoot(dir string) bool {
 	return err == nil && bytes.Contains(b, []byte("module github.com/spotcheck/spotcheck\n"))
 }
 
+// goCommand is the go command that runs this test: $GOROOT/bin/go as the
+// go command sets it for tests, else the one on PATH.
 func goCommand() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
+	if root := os.Getenv("GOROOT"); root != "" {
+		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
+			return p
+		}
 	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	return "go"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // cleanEnv drops variables a surrounding `go test` may set that would change
