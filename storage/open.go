@@ -1,0 +1,210 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gocloud.dev/blob"
+	"gocloud.dev/blob/azureblob"
+	"gocloud.dev/blob/gcsblob"
+	"gocloud.dev/blob/memblob"
+	"gocloud.dev/blob/s3blob"
+	"gocloud.dev/gcerrors"
+
+	"github.com/spotcheck/spotcheck/storage/internal/localblob"
+)
+
+// Schemes lists the URL schemes Open understands.
+var Schemes = []string{"file", "mem", "s3", "gs", "azblob"}
+
+// mux is this package's own URL mux, so that the "file" scheme opens the
+// durable local backend even if a program also imports gocloud's fileblob
+// (which registers "file" on blob.DefaultURLMux).
+var mux = func() *blob.URLMux {
+	m := new(blob.URLMux)
+	m.RegisterBucket("file", fileOpener{})
+	m.RegisterBucket(memblob.Scheme, &memblob.URLOpener{})
+	m.RegisterBucket(s3blob.Scheme, new(s3blob.URLOpener))
+	m.RegisterBucket(gcsblob.Scheme, new(gcsblob.URLOpener))
+	m.RegisterBucket(azureblob.Scheme, new(azureblob.URLOpener))
+	return m
+}()
+
+// Open opens the bucket named by rawURL and checks that it is reachable with
+// the credentials at hand (one List request of one object).
+//
+//	file:///abs/dir[?create_dir=true]      durable local backend (fsync, atomic create-if-absent)
+//	mem://                                 in-memory (tests)
+//	s3://bucket?region=R[&endpoint=URL&use_path_style=true&disable_https=true]
+//	gs://bucket                            Google Cloud Storage (gcsblob)
+//	azblob://container                     Azure Blob Storage (azureblob)
+//
+// Every scheme accepts prefix=P (all keys are relative to P, typically
+// "run-7/"). s3:// uses the standard AWS configuration chain: environment
+// (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_PROFILE),
+// shared config files, then the instance or task role; it also accepts the
+// other parameters of gocloud's s3blob URLOpener (profile, anonymous,
+// ssetype, kmskeyid, accelerate, dualstack, fips, hostname_immutable,
+// request_checksum_calculation, response_checksum_validation, ...).
+//
+// Errors are *Error values with Op "open" and the URL with any secrets
+// redacted; they name the problem: a malformed URL, an unknown scheme, an
+// unknown parameter, a missing bucket or directory (ErrNotFound), rejected
+// credentials (ErrPermission).
+func Open(ctx context.Context, rawURL string) (*blob.Bucket, error) {
+	u, err := parseURL(rawURL)
+	if err != nil {
+		return nil, &Error{Op: "open", Key: Redact(rawURL), Err: err}
+	}
+	red := Redact(rawURL)
+	b, err := mux.OpenBucketURL(ctx, u)
+	if err != nil {
+		return nil, &Error{Op: "open", Key: red, Err: err}
+	}
+	if _, _, err := b.ListPage(ctx, blob.FirstPageToken, 1, nil); err != nil {
+		_ = b.Close()
+		return nil, &Error{Op: "open", Key: red, Err: describeOpenError(u, err)}
+	}
+	return b, nil
+}
+
+// openError adds a plain-words diagnosis in front of the cause.
+type openError struct {
+	msg string
+	err error
+}
+
+func (e *openError) Error() string { return e.msg + ": " + e.err.Error() }
+func (e *openError) Unwrap() error { return e.err }
+
+func describeOpenError(u *url.URL, err error) error {
+	switch Code(err) {
+	case gcerrors.NotFound:
+		return &openError{fmt.Sprintf("bucket %q does not exist", u.Host), err}
+	case gcerrors.PermissionDenied:
+		return &openError{fmt.Sprintf("access to bucket %q denied (check the credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, profile or role)", u.Host), err}
+	}
+	return &openError{fmt.Sprintf("bucket %q is not reachable", u.Host), err}
+}
+
+// parseURL checks the shape of a bucket URL before any driver sees it.
+func parseURL(rawURL string) (*url.URL, error) {
+	if rawURL == "" {
+		return nil, errors.New("empty bucket URL")
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error repeats the unredacted URL
+		}
+		return nil, fmt.Errorf("malformed bucket URL: %w", err)
+	}
+	if u.Scheme == "" {
+		return nil, fmt.Errorf("bucket URL has no scheme (want one of %s)", strings.Join(Schemes, ", "))
+	}
+	if !slices.Contains(Schemes, u.Scheme) {
+		return nil, fmt.Errorf("unknown scheme %q (want one of %s)", u.Scheme, strings.Join(Schemes, ", "))
+	}
+	if u.Opaque != "" {
+		return nil, fmt.Errorf("malformed bucket URL: want %s://..., got %s:%s", u.Scheme, u.Scheme, "...")
+	}
+	if _, err := url.ParseQuery(u.RawQuery); err != nil {
+		return nil, fmt.Errorf("malformed query: %w", err)
+	}
+	switch u.Scheme {
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, fmt.Errorf("file URL must name an absolute directory, as in file:///abs/dir (host %q is not allowed)", u.Host)
+		}
+		if u.Path == "" || !filepath.IsAbs(u.Path) {
+			return nil, errors.New("file URL must name an absolute directory, as in file:///abs/dir")
+		}
+	case "mem":
+	default:
+		if u.Host == "" {
+			return nil, fmt.Errorf("%s URL names no bucket: want %s://BUCKET", u.Scheme, u.Scheme)
+		}
+		if u.Path != "" && u.Path != "/" {
+			return nil, fmt.Errorf("%s URL has a path %q; use ?prefix=%s for a prefix", u.Scheme, u.Path, strings.TrimPrefix(u.Path, "/"))
+		}
+	}
+	if u.User != nil {
+		return nil, errors.New("bucket URL must not carry user information; use the environment or config files for credentials")
+	}
+	return u, nil
+}
+
+// secretParams are query parameter names whose values Redact hides.
+var secretParams = []string{"secret", "token", "sig", "password", "credential", "key_id", "access_key", "sas", "signature"}
+
+// Redact returns rawURL with passwords and secret-looking query values
+// (secret, token, sig, password, credential, access_key, ...) replaced by
+// "REDACTED", for error messages and logs. A URL that does not parse is
+// reduced to its scheme.
+func Redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		if i := strings.Index(rawURL, "://"); i > 0 && i < 16 {
+			return rawURL[:i] + "://REDACTED"
+		}
+		return "REDACTED"
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		u.RawQuery = "REDACTED"
+		return u.String()
+	}
+	changed := false
+	for k := range q {
+		lk := strings.ToLower(k)
+		for _, s := range secretParams {
+			if strings.Contains(lk, s) {
+				q[k] = []string{"REDACTED"}
+				changed = true
+				break
+			}
+		}
+	}
+	if changed {
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// fileOpener opens file:// URLs with the durable local backend.
+type fileOpener struct{}
+
+func (fileOpener) OpenBucketURL(ctx context.Context, u *url.URL) (*blob.Bucket, error) {
+	opts := &localblob.Options{}
+	for k, v := range u.Query() {
+		switch k {
+		case "create_dir":
+			b, err := strconv.ParseBool(v[0])
+			if err != nil {
+				return nil, fmt.Errorf("invalid value %q for create_dir: want true or false", v[0])
+			}
+			opts.CreateDir = b
+		default:
+			return nil, fmt.Errorf("unknown query parameter %q for file URLs (known: create_dir, prefix)", k)
+		}
+	}
+	b, err := localblob.OpenBucket(filepath.FromSlash(u.Path), opts)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, &openError{fmt.Sprintf("directory %s does not exist (create it or add ?create_dir=true)", u.Path), err}
+		}
+		return nil, err
+	}
+	return b, nil
+}
