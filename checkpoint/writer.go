@@ -238,16 +238,29 @@ func (w *Writer) Commit(ctx context.Context, meta Meta) (*Info, error) {
 		m.Parts = append(m.Parts, *p)
 	}
 	sort.Slice(m.Parts, func(i, j int) bool { return m.Parts[i].Name < m.Parts[j].Name })
-	w.tried = true
 	w.mu.Unlock()
 
 	data, err := m.encode()
 	if err != nil {
 		return nil, err
 	}
+	// Confirm that the bucket holds every part whole before committing to it.
+	for _, p := range m.Parts {
+		key := partKey(w.step, w.attempt, p.Name)
+		a, err := w.s.b.Attributes(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: commit step %d: check %s: %w", w.step, key, err)
+		}
+		if a.Size != p.Size {
+			return nil, fmt.Errorf("%w: step %d part %q: bucket holds %d bytes, %d were written", ErrCorrupt, w.step, p.Name, a.Size, p.Size)
+		}
+	}
+	w.mu.Lock()
+	w.tried = true
+	w.mu.Unlock()
 	if err := w.commitManifest(ctx, m, data); err != nil {
 		if errors.Is(err, ErrStepExists) {
-			w.Abort(context.WithoutCancel(ctx))
+			w.Abort(ctx)
 		}
 		return nil, err
 	}
@@ -271,6 +284,25 @@ func (w *Writer) commitManifest(ctx context.Context, m *Manifest, data []byte) e
 	key := manifestKey(w.step)
 	err := w.s.b.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/json", IfNotExist: true})
 	if err == nil {
+		// Read it back: a bucket that acknowledged a damaged write must not
+		// leave a commit that Latest would skip.
+		cur, rerr := w.s.readManifest(ctx, w.step)
+		switch {
+		case rerr == nil && cur.Digest == m.Digest:
+			return nil
+		case rerr == nil:
+			return fmt.Errorf("%w: step %d (committed by writer %s pid %d on %s; the bucket ignored create-if-absent)", ErrStepExists, w.step, cur.Writer.ID, cur.Writer.PID, cur.Writer.Host)
+		case errors.Is(rerr, ErrCorrupt):
+			// Ours, stored damaged: remove it so the step stays free.
+			if derr := w.s.b.Delete(ctx, key); derr != nil {
+				return fmt.Errorf("checkpoint: commit step %d: manifest stored damaged (%v) and not removed: %w", w.step, rerr, derr)
+			}
+			return fmt.Errorf("checkpoint: commit step %d: manifest stored damaged: %w", w.step, rerr)
+		case errors.Is(rerr, ErrNotFound):
+			return fmt.Errorf("checkpoint: commit step %d: manifest vanished after it was written: %w", w.step, rerr)
+		}
+		// The read back failed for another reason: trust the acknowledged write.
+		w.s.opts.Logger.Warn("checkpoint: could not read back manifest", "step", w.step, "err", rerr)
 		return nil
 	}
 	// The manifest may exist: someone else's (we lost the race) or ours
@@ -291,7 +323,9 @@ func (w *Writer) commitManifest(ctx context.Context, m *Manifest, data []byte) e
 // Abort abandons the checkpoint and deletes the parts written so far
 // (unless a commit was attempted and might have succeeded: then the parts
 // are left to garbage collection, which keeps what a manifest references).
-// Abort after a successful Commit does nothing. It is safe to defer.
+// Abort after a successful Commit does nothing. It is safe to defer. With
+// a cancelled ctx the deletions fail at once and the parts are left to
+// garbage collection.
 func (w *Writer) Abort(ctx context.Context) {
 	w.mu.Lock()
 	if w.done {
@@ -335,7 +369,7 @@ func (s *Store) Save(ctx context.Context, step int64, meta Meta, parts map[strin
 	if err != nil {
 		return nil, err
 	}
-	defer w.Abort(context.WithoutCancel(ctx))
+	defer w.Abort(ctx)
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sem := make(chan struct{}, s.opts.Parallelism)
