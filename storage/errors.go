@@ -105,7 +105,8 @@ func Code(err error) gcerrors.ErrorCode {
 			return gcerrors.FailedPrecondition
 		case "AccessDenied", "Forbidden", "InvalidAccessKeyId", "SignatureDoesNotMatch",
 			"InvalidToken", "ExpiredToken", "TokenRefreshRequired", "InvalidSecurity",
-			"AccountProblem", "AllAccessDisabled", "UnrecognizedClientException":
+			"AccountProblem", "AllAccessDisabled", "UnrecognizedClientException",
+			"XAdminUserNotFound": // versitygw: unknown access key id, with HTTP 404
 			return gcerrors.PermissionDenied
 		case "SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded",
 			"TooManyRequestsException", "RequestThrottled":

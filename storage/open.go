@@ -283,3 +283,6 @@ func (s3Opener) OpenBucketURL(ctx context.Context, u *url.URL) (*blob.Bucket, er
 // 8 MiB parts and 5 concurrent uploads). Copy it and set the other fields.
 // Other backends ignore these fields or use them as a buffer size hint.
 var S3StreamingWriterOptions = blob.WriterOptions{BufferSize: 5 << 20, MaxConcurrency: 4}
+
+// SchemeRegistered reports whether Open has a driver for scheme.
+func SchemeRegistered(scheme string) bool { return mux.ValidBucketScheme(scheme) }
