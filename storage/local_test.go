@@ -41,7 +41,10 @@ func TestLocalDiskFull(t *testing.T) {
 		}
 		_, werr := io.Copy(w, io.LimitReader(neverEnding('x'), 4<<20))
 		cerr := w.Close()
-		err = storage.Wrap("write", key, errors.Join(werr, cerr))
+		if werr == nil {
+			werr = cerr
+		}
+		err = storage.Wrap("write", key, werr)
 		if err == nil {
 			t.Fatalf("writing 4 MiB to a 1 MiB file system succeeded (ifNotExist=%v)", ifNotExist)
 		}
