@@ -171,19 +171,25 @@ func Redact(rawURL string) string {
 	}
 	changed := false
 	for k := range q {
-		lk := strings.ToLower(k)
-		for _, s := range secretParams {
-			if strings.Contains(lk, s) {
-				q[k] = []string{"REDACTED"}
-				changed = true
-				break
-			}
+		if isSecretParam(k) {
+			q[k] = []string{"REDACTED"}
+			changed = true
 		}
 	}
 	if changed {
 		u.RawQuery = q.Encode()
 	}
 	return u.String()
+}
+
+func isSecretParam(name string) bool {
+	ln := strings.ToLower(name)
+	for _, s := range secretParams {
+		if strings.Contains(ln, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // fileOpener opens file:// URLs with the durable local backend.
