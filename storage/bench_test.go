@@ -1,7 +1,6 @@
 package storage_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -86,23 +85,30 @@ func (c *chunkSource) WriteTo(w io.Writer) (int64, error) {
 	return total, nil
 }
 
-// peakHeap samples HeapAlloc every 5ms until the returned func is called and
-// returns the largest growth over the baseline.
-func peakHeap() func() int64 {
+// peakHeap samples the heap until the returned func is called and returns
+// the largest growth over the baseline of HeapAlloc (live heap plus garbage
+// not yet collected) and of the live heap (sampled right after a forced GC,
+// every 20ms).
+func peakHeap() func() (alloc, live int64) {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	base := ms.HeapAlloc
-	var peak uint64
+	var peak, peakLive uint64
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		var m runtime.MemStats
 		tk := time.NewTicker(5 * time.Millisecond)
 		defer tk.Stop()
-		for {
+		for i := 0; ; i++ {
 			runtime.ReadMemStats(&m)
 			peak = max(peak, m.HeapAlloc)
+			if i%4 == 0 {
+				runtime.GC()
+				runtime.ReadMemStats(&m)
+				peakLive = max(peakLive, m.HeapAlloc)
+			}
 			select {
 			case <-done:
 				return
@@ -110,16 +116,24 @@ func peakHeap() func() int64 {
 			}
 		}
 	})
-	return func() int64 {
+	return func() (int64, int64) {
 		close(done)
 		wg.Wait()
-		return int64(max(peak, base) - base)
+		return int64(max(peak, base) - base), int64(max(peakLive, base) - base)
 	}
 }
 
 type comparison struct {
 	base, subj time.Duration
-	peak       int64
+	peak, live int64
+}
+
+func (c *comparison) measure() func() {
+	stop := peakHeap()
+	return func() {
+		p, l := stop()
+		c.peak, c.live = max(c.peak, p), max(c.live, l)
+	}
 }
 
 func (c *comparison) report(b *testing.B, n int) {
@@ -129,6 +143,7 @@ func (c *comparison) report(b *testing.B, n int) {
 	b.ReportMetric(c.base.Seconds()/c.subj.Seconds(), "ratio")
 	if c.peak > 0 {
 		b.ReportMetric(float64(c.peak)/(1<<20), "peak-heap-MiB")
+		b.ReportMetric(float64(c.live)/(1<<20), "peak-live-MiB")
 	}
 }
 
@@ -161,9 +176,8 @@ func BenchmarkLocal(b *testing.B) {
 		}
 		return f.Close()
 	}
-	writeStorage := func(peak *int64) error {
-		stop := peakHeap()
-		defer func() { *peak = max(*peak, stop()) }()
+	writeStorage := func(c *comparison) error {
+		defer c.measure()()
 		w, err := bkt.NewWriter(ctx, key, nil)
 		if err != nil {
 			return err
@@ -186,9 +200,9 @@ func BenchmarkLocal(b *testing.B) {
 			var err1, err2 error
 			if n%2 == 0 {
 				d1, err1 = timeIt(writePlain)
-				d2, err2 = timeIt(func() error { return writeStorage(&c.peak) })
+				d2, err2 = timeIt(func() error { return writeStorage(&c) })
 			} else {
-				d2, err2 = timeIt(func() error { return writeStorage(&c.peak) })
+				d2, err2 = timeIt(func() error { return writeStorage(&c) })
 				d1, err1 = timeIt(writePlain)
 			}
 			if err1 != nil || err2 != nil {
@@ -203,8 +217,7 @@ func BenchmarkLocal(b *testing.B) {
 	})
 	b.Run("Read1GiB", func(b *testing.B) {
 		if _, err := os.Stat(plain); err != nil {
-			var peak int64
-			if err := errors.Join(writePlain(), writeStorage(&peak)); err != nil {
+			if err := errors.Join(writePlain(), writeStorage(new(comparison))); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -277,7 +290,7 @@ func BenchmarkS3(b *testing.B) {
 		{"Default", blob.WriterOptions{}},
 		{"S3StreamingWriterOptions", storage.S3StreamingWriterOptions},
 		{"Parts16MiBx4", blob.WriterOptions{BufferSize: 16 << 20, MaxConcurrency: 4}},
-		{"Parts8MiBx2", blob.WriterOptions{BufferSize: 8 << 20, MaxConcurrency: 2}},
+		{"Parts5MiBx2", blob.WriterOptions{BufferSize: 5 << 20, MaxConcurrency: 2}},
 	}
 	for _, v := range variants {
 		b.Run("Write1GiB/"+v.name, func(b *testing.B) {
@@ -289,8 +302,7 @@ func BenchmarkS3(b *testing.B) {
 					b.Fatal(err)
 				}
 				d2, err := timeIt(func() error {
-					stop := peakHeap()
-					defer func() { c.peak = max(c.peak, stop()) }()
+					defer c.measure()()
 					opts := v.opts
 					w, err := bkt.NewWriter(ctx, "model", &opts)
 					if err != nil {
@@ -350,5 +362,4 @@ func BenchmarkS3(b *testing.B) {
 		}
 		c.report(b, n)
 	})
-	_ = bytes.MinRead
 }
