@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"syscall"
@@ -105,7 +106,8 @@ func Code(err error) gcerrors.ErrorCode {
 			return gcerrors.FailedPrecondition
 		case "AccessDenied", "Forbidden", "InvalidAccessKeyId", "SignatureDoesNotMatch",
 			"InvalidToken", "ExpiredToken", "TokenRefreshRequired", "InvalidSecurity",
-			"AccountProblem", "AllAccessDisabled", "UnrecognizedClientException":
+			"AccountProblem", "AllAccessDisabled", "UnrecognizedClientException",
+			"XAdminUserNotFound": // versitygw: unknown access key id, with HTTP 404
 			return gcerrors.PermissionDenied
 		case "SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded",
 			"TooManyRequestsException", "RequestThrottled":
@@ -131,6 +133,14 @@ func Code(err error) gcerrors.ErrorCode {
 		case s >= 500:
 			return gcerrors.Internal
 		}
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return gcerrors.NotFound
+	case errors.Is(err, fs.ErrExist):
+		return gcerrors.FailedPrecondition
+	case errors.Is(err, fs.ErrPermission):
+		return gcerrors.PermissionDenied
 	}
 	var errno syscall.Errno
 	if errors.As(err, &errno) {

@@ -8,7 +8,10 @@
 //
 //   - Writer streams into a temporary file in the object's directory
 //     (named "%tmp-...", a name no escaped key can have, hidden from
-//     listings), hashing it (MD5) as it goes.
+//     listings). The MD5 attribute is the WriterOptions.ContentMD5 that
+//     blob.Writer verified (WriteAll always sets it); streamed writes
+//     without it have no MD5, since hashing costs more CPU time than the
+//     write itself (MD5 runs at about 230 MB/s on a 2-core cloud VM).
 //   - Close stores the attributes in the extended attribute
 //     "user.spotcheck.blob" of that file, fsyncs it, publishes it with
 //     rename(2) (plain writes) or renameat2(RENAME_NOREPLACE), falling back
@@ -24,13 +27,11 @@ package localblob
 
 import (
 	"context"
-	"crypto/md5"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -652,7 +653,6 @@ func (b *bucket) NewTypedWriter(ctx context.Context, key, contentType string, op
 		f:    f,
 		path: p,
 		dir:  dir,
-		h:    md5.New(),
 		a: attrs{
 			CacheControl:       opts.CacheControl,
 			ContentDisposition: opts.ContentDisposition,
@@ -661,6 +661,10 @@ func (b *bucket) NewTypedWriter(ctx context.Context, key, contentType string, op
 			ContentType:        contentType,
 			Metadata:           md,
 			CreateTime:         created,
+			// blob.Writer checks ContentMD5 against the bytes written
+			// (WriteAll always sets it) and cancels the write on a
+			// mismatch, so it can be stored as the object's MD5.
+			MD5: opts.ContentMD5,
 		},
 		ifNotExist: opts.IfNotExist,
 	}, nil
@@ -671,7 +675,6 @@ type writer struct {
 	b          *bucket
 	f          *os.File
 	path, dir  string
-	h          hash.Hash
 	a          attrs
 	ifNotExist bool
 	err        error
@@ -686,7 +689,6 @@ func (w *writer) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	n, err := w.f.Write(p)
-	w.h.Write(p[:n])
 	if err != nil {
 		w.err = err
 	}
@@ -709,7 +711,6 @@ func (w *writer) Close() (err error) {
 		_ = w.f.Close()
 		return err
 	}
-	w.a.MD5 = w.h.Sum(nil)
 	js, err := json.Marshal(&w.a)
 	if err != nil {
 		_ = w.f.Close()
@@ -784,6 +785,7 @@ func (b *bucket) Copy(ctx context.Context, dstKey, srcKey string, opts *driver.C
 		ContentEncoding:    a.ContentEncoding,
 		ContentLanguage:    a.ContentLanguage,
 		Metadata:           a.Metadata,
+		ContentMD5:         a.MD5, // same bytes
 		BeforeWrite:        opts.BeforeCopy,
 	})
 	if err != nil {
