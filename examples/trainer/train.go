@@ -120,7 +120,8 @@ func (t *trainer) train(parent context.Context) error {
 		_ = t.bar.Set64(step)
 	}
 	sched := newScheduler(o)
-	saves := 0 // periodic checkpoints in this run
+	saves := 0                // periodic checkpoints in this run
+	var blocked time.Duration // time the loop spent in them
 	logEvery := o.LogEvery
 	start, startStep := time.Now(), step
 	for step < o.Steps && ctx.Err() == nil {
@@ -164,6 +165,7 @@ func (t *trainer) train(parent context.Context) error {
 			sched.saved(cost)
 			lastSaved = step
 			saves++
+			blocked += cost
 		}
 	}
 
@@ -193,6 +195,7 @@ func (t *trainer) train(parent context.Context) error {
 	acc := model.accuracy(testSet)
 	digest := model.digest()
 	t.log.Info("done", "step", step, "test_accuracy", acc, "weights_sha256", digest, "periodic_checkpoints", saves,
+		"checkpoint_blocked", blocked.String(),
 		"train_time", time.Since(start).Round(time.Millisecond).String())
 	t.plot(&hist)
 	fmt.Fprintf(t.stdout, "test accuracy: %.4f (%d test images)\n", acc, testSet.Len())
