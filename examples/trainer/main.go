@@ -48,6 +48,11 @@ type options struct {
 	Margin      time.Duration
 	Progress    string // "auto", "bar", "json"
 	LogEvery    int64
+	// CloudWatch Logs (off unless CWGroup is set): every log record is also
+	// shipped, in batches, through examples/internal/cloudwatchslog.
+	CWGroup    string
+	CWStream   string
+	CWEndpoint string
 }
 
 func main() {
@@ -84,6 +89,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		t.log = slog.New(slog.NewTextHandler(&barWriter{bar: t.bar, w: stderr}, nil))
 	} else {
 		t.log = slog.New(slog.NewJSONHandler(stderr, nil))
+	}
+	if o.CWGroup != "" {
+		cw, err := openCloudWatch(ctx, o)
+		if err != nil {
+			t.log.Error("cloudwatch logs", "err", err)
+			return exitError
+		}
+		t.log = slog.New(slog.NewMultiHandler(t.log.Handler(), cw))
+		defer func() {
+			// Ship what is queued; a failure is reported, not fatal: the
+			// checkpoint, not the log, is what must survive.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := cw.Close(cctx); err != nil {
+				fmt.Fprintf(stderr, "cloudwatch logs: %v\n", err)
+			}
+		}()
 	}
 	err = t.train(ctx)
 	switch {
@@ -131,6 +153,9 @@ Flags:
 	fs.DurationVar(&o.Margin, "margin", 2*time.Second, "finish the emergency checkpoint this long before the notice's deadline")
 	fs.StringVar(&o.Progress, "progress", "auto", "progress output: bar (terminal), json (log/slog JSON lines on stderr), auto")
 	fs.Int64Var(&o.LogEvery, "log-every", 0, "in JSON mode, log progress every this many steps (0: -steps/10)")
+	fs.StringVar(&o.CWGroup, "cloudwatch-group", "", "also send every log record to this CloudWatch Logs group, in batches (off when empty; AWS credentials from the standard chain)")
+	fs.StringVar(&o.CWStream, "cloudwatch-stream", "", "CloudWatch Logs stream (default: trainer-<host>-<start time>)")
+	fs.StringVar(&o.CWEndpoint, "cloudwatch-endpoint", "", "CloudWatch Logs endpoint URL (tests, emulators; default: the region's)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
