@@ -112,11 +112,9 @@ func Code(err error) gcerrors.ErrorCode {
 		case "SlowDown", "Throttling", "ThrottlingException", "RequestLimitExceeded",
 			"TooManyRequestsException", "RequestThrottled":
 			return gcerrors.ResourceExhausted
-		case "InternalError", "ServiceUnavailable", "RequestTimeout", "RequestTimeTooSkewed",
+		case "InternalError", "ServiceUnavailable", "RequestTimeout",
 			"ConditionalRequestConflict", "OperationAborted":
 			return gcerrors.Internal
-		case "EntityTooLarge", "QuotaExceeded":
-			return gcerrors.ResourceExhausted
 		}
 	}
 	var re *awshttp.ResponseError

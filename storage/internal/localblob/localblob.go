@@ -519,10 +519,16 @@ func (b *bucket) NewRangeReader(ctx context.Context, key string, offset, length 
 	if length >= 0 && length < n {
 		n = length
 	}
+	if offset > 0 {
+		if _, err := f.Seek(offset, io.SeekStart); err != nil {
+			_ = f.Close()
+			return nil, err
+		}
+	}
 	return &reader{
 		ctx: ctx,
 		f:   f,
-		r:   io.NewSectionReader(f, offset, n),
+		r:   &io.LimitedReader{R: f, N: n},
 		attrs: driver.ReaderAttributes{
 			ContentType: a.ContentType,
 			ModTime:     fi.ModTime(),
@@ -534,7 +540,7 @@ func (b *bucket) NewRangeReader(ctx context.Context, key string, offset, length 
 type reader struct {
 	ctx   context.Context
 	f     *os.File
-	r     *io.SectionReader
+	r     *io.LimitedReader
 	attrs driver.ReaderAttributes
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/driver"
 	"gocloud.dev/blob/drivertest"
@@ -104,5 +105,50 @@ func TestOpenMissingDir(t *testing.T) {
 	_, err := Open(filepath.Join(t.TempDir(), "missing"), nil)
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("Open(missing dir) = %v, want ErrNotExist", err)
+	}
+}
+
+// TestNoTempFilesLeft checks the disk itself, not only listings: a cancelled
+// write, a lost create-if-absent and a successful write leave exactly the
+// published objects.
+func TestNoTempFilesLeft(t *testing.T) {
+	dir := t.TempDir()
+	b, err := OpenBucket(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = b.Close() }()
+	ctx := context.Background()
+	if err := b.WriteAll(ctx, "a/MANIFEST", []byte("one"), &blob.WriterOptions{IfNotExist: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WriteAll(ctx, "a/MANIFEST", []byte("two"), &blob.WriterOptions{IfNotExist: true}); err == nil {
+		t.Fatal("second create succeeded")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	w, err := b.NewWriter(cctx, "a/model", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(make([]byte, 1<<20)); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := w.Close(); err == nil {
+		t.Fatal("Close after cancel succeeded")
+	}
+	var files []string
+	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			files = append(files, rel)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a/MANIFEST"}, files); diff != "" {
+		t.Errorf("files on disk (-want +got):\n%s", diff)
 	}
 }
