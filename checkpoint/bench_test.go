@@ -54,19 +54,23 @@ func openLocal(b *testing.B) (*blob.Bucket, string) {
 // BenchmarkSave1GiB: Save+commit of a 1 GiB checkpoint (4 parts) on the
 // durable local backend, digests included. Compare with BenchmarkRawWrite1GiB.
 func BenchmarkSave1GiB(b *testing.B) {
-	bk, _ := openLocal(b)
-	s, err := checkpoint.New(bk, &checkpoint.Options{Retention: checkpoint.KeepLast(1)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	b.SetBytes(benchParts * benchPartSize)
-	step := int64(0)
-	for b.Loop() {
-		if _, err := s.Save(ctx, step, checkpoint.Meta{}, benchPartsMap()); err != nil {
-			b.Fatal(err)
-		}
-		step++
+	for _, par := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("parallel=%d", par), func(b *testing.B) {
+			bk, _ := openLocal(b)
+			s, err := checkpoint.New(bk, &checkpoint.Options{Retention: checkpoint.KeepLast(1), Parallelism: par})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			b.SetBytes(benchParts * benchPartSize)
+			step := int64(0)
+			for b.Loop() {
+				if _, err := s.Save(ctx, step, checkpoint.Meta{}, benchPartsMap()); err != nil {
+					b.Fatal(err)
+				}
+				step++
+			}
+		})
 	}
 }
 
