@@ -208,3 +208,7 @@ func DecodeManifest(data []byte) (*Manifest, error) {
 	}
 	return &m, nil
 }
+
+// ManifestDigest returns the digest a manifest must carry: the hex sha256
+// of its canonical encoding with Digest empty.
+func ManifestDigest(m *Manifest) (string, error) { return m.digest() }

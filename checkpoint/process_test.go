@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"gocloud.dev/blob"
+	"gocloud.dev/blob/s3blob"
 
 	"github.com/spotcheck/spotcheck/checkpoint"
 	"github.com/spotcheck/spotcheck/internal/testpeers"
@@ -98,20 +99,36 @@ func child(t *testing.T, mode string, env ...string) *exec.Cmd {
 	return cmd
 }
 
+// backend gives a storage.Open URL and environment for child processes,
+// and a bucket for the parent (opened without touching the parent's
+// environment, so that the subtests can run in parallel).
 type backend struct {
 	name string
-	url  func(t *testing.T) (url string, env []string)
+	url  func(t *testing.T) (url string, env []string, open func() *blob.Bucket)
 }
 
 func backends() []backend {
 	return []backend{
-		{"local", func(t *testing.T) (string, []string) {
-			return "file://" + filepath.ToSlash(t.TempDir()), nil
+		{"local", func(t *testing.T) (string, []string, func() *blob.Bucket) {
+			url := "file://" + filepath.ToSlash(t.TempDir())
+			return url, nil, func() *blob.Bucket {
+				b, err := storage.Open(context.Background(), url)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
+			}
 		}},
-		{"s3", func(t *testing.T) (string, []string) {
+		{"s3", func(t *testing.T) (string, []string, func() *blob.Bucket) {
 			srv := testpeers.S3(t)
-			srv.SetEnv(t)
-			return srv.URL(srv.NewBucket(t), "run-1/"), srv.Environ()
+			name := srv.NewBucket(t)
+			return srv.URL(name, "run-1/"), srv.Environ(), func() *blob.Bucket {
+				b, err := s3blob.OpenBucket(context.Background(), srv.Client(t), name, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return blob.PrefixedBucket(b, "run-1/")
+			}
 		}},
 	}
 }
@@ -126,12 +143,10 @@ func TestSIGKILL(t *testing.T) {
 	const kills = 50
 	for _, be := range backends() {
 		t.Run(be.name, func(t *testing.T) {
-			url, env := be.url(t)
+			t.Parallel()
+			url, env, open := be.url(t)
 			ctx := context.Background()
-			b, err := storage.Open(ctx, url)
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := open()
 			defer b.Close()
 			s, err := checkpoint.New(b, nil)
 			if err != nil {
@@ -245,7 +260,8 @@ func TestTwoWriterProcesses(t *testing.T) {
 	const n = 20
 	for _, be := range backends() {
 		t.Run(be.name, func(t *testing.T) {
-			url, env := be.url(t)
+			t.Parallel()
+			url, env, open := be.url(t)
 			ctx := context.Background()
 			startAt := time.Now().Add(1500 * time.Millisecond).UnixNano()
 			var cmds []*exec.Cmd
@@ -279,10 +295,7 @@ func TestTwoWriterProcesses(t *testing.T) {
 					}
 				}
 			}
-			b, err := storage.Open(ctx, url)
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := open()
 			defer b.Close()
 			s, _ := checkpoint.New(b, &checkpoint.Options{Retention: checkpoint.KeepAll()})
 			wins := map[string]int{}

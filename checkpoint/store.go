@@ -58,7 +58,7 @@ type Options struct {
 	GracePeriod time.Duration
 	// Verify is what Latest checks. Default VerifyManifest.
 	Verify VerifyLevel
-	// Parallelism is how many parts Save writes at once. Default 2.
+	// Parallelism is how many parts Save writes at once. Default 4.
 	Parallelism int
 	// WriterID names this writer in manifests. Default: a random id.
 	WriterID string
@@ -84,7 +84,7 @@ func (o *Options) withDefaults() Options {
 		r.GracePeriod = time.Hour
 	}
 	if r.Parallelism <= 0 {
-		r.Parallelism = 2
+		r.Parallelism = 4
 	}
 	if r.WriterID == "" {
 		r.WriterID = randomHex(8)
