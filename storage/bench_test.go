@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"gocloud.dev/blob"
 
+	"github.com/spotcheck/spotcheck/internal/heapwatch"
 	"github.com/spotcheck/spotcheck/internal/testpeers"
 	"github.com/spotcheck/spotcheck/storage"
 )
@@ -89,53 +88,15 @@ func (c *chunkSource) WriteTo(w io.Writer) (int64, error) {
 	return total, nil
 }
 
-// peakHeap samples the heap until the returned func is called and returns
-// the largest growth over the baseline of HeapAlloc (live heap plus garbage
-// not yet collected) and of the live heap (sampled right after a forced GC,
-// every 20ms).
-func peakHeap() func() (alloc, live int64) {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapAlloc
-	var peak, peakLive uint64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		var m runtime.MemStats
-		tk := time.NewTicker(5 * time.Millisecond)
-		defer tk.Stop()
-		for i := 0; ; i++ {
-			runtime.ReadMemStats(&m)
-			peak = max(peak, m.HeapAlloc)
-			if i%4 == 0 {
-				runtime.GC()
-				runtime.ReadMemStats(&m)
-				peakLive = max(peakLive, m.HeapAlloc)
-			}
-			select {
-			case <-done:
-				return
-			case <-tk.C:
-			}
-		}
-	})
-	return func() (int64, int64) {
-		close(done)
-		wg.Wait()
-		return int64(max(peak, base) - base), int64(max(peakLive, base) - base)
-	}
-}
-
 type comparison struct {
 	base, subj time.Duration
 	peak, live int64
 }
 
 func (c *comparison) measure() func() {
-	stop := peakHeap()
+	stop := heapwatch.Start()
 	return func() {
-		p, l := stop()
+		l, p := stop()
 		c.peak, c.live = max(c.peak, p), max(c.live, l)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"gocloud.dev/blob"
 
+	"github.com/spotcheck/spotcheck/internal/heapwatch"
 	"github.com/spotcheck/spotcheck/storage"
 )
 
@@ -178,45 +178,6 @@ func randomBytes(seed uint64, n int) []byte {
 	return b
 }
 
-// heapPeak samples the heap until stop is called and returns the largest
-// growth over the baseline taken at start: live is the peak of the live heap
-// (sampled right after a forced GC every 20ms, so garbage the runtime may
-// collect at any time does not count), alloc the peak of HeapAlloc between
-// GCs (live heap plus garbage, which depends on GOGC pacing).
-func heapPeak() (stop func() (live, alloc int64)) {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapAlloc
-	var peakLive, peakAlloc uint64
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tk := time.NewTicker(5 * time.Millisecond)
-		defer tk.Stop()
-		var m runtime.MemStats
-		for i := 0; ; i++ {
-			runtime.ReadMemStats(&m)
-			peakAlloc = max(peakAlloc, m.HeapAlloc)
-			if i%4 == 0 {
-				runtime.GC()
-				runtime.ReadMemStats(&m)
-				peakLive = max(peakLive, m.HeapAlloc)
-			}
-			select {
-			case <-done:
-				return
-			case <-tk.C:
-			}
-		}
-	})
-	return func() (int64, int64) {
-		close(done)
-		wg.Wait()
-		return int64(max(peakLive, base) - base), int64(max(peakAlloc, base) - base)
-	}
-}
-
 func testLarge(t *testing.T, b *blob.Bucket, o Options) {
 	ctx := context.Background()
 	key := keyFor(t, "large")
@@ -231,7 +192,7 @@ func testLarge(t *testing.T, b *blob.Bucket, o Options) {
 	wopts.ContentType = "application/octet-stream"
 
 	want := sha256.New()
-	stopW := heapPeak()
+	stopW := heapwatch.Start()
 	w, err := b.NewWriter(ctx, key, &wopts)
 	if err != nil {
 		t.Fatalf("NewWriter(%q): %v", key, err)
@@ -263,7 +224,7 @@ func testLarge(t *testing.T, b *blob.Bucket, o Options) {
 	}
 
 	got := sha256.New()
-	stopR := heapPeak()
+	stopR := heapwatch.Start()
 	r, err := b.NewReader(ctx, key, nil)
 	if err != nil {
 		t.Fatalf("NewReader(%q): %v", key, err)
