@@ -3,6 +3,8 @@ package checkpoint_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +16,7 @@ import (
 	"gocloud.dev/blob/memblob"
 
 	"github.com/spotcheck/spotcheck/checkpoint"
+	"github.com/spotcheck/spotcheck/storage"
 )
 
 // readChunks reads r with reads of at most size bytes, failing the test
@@ -136,6 +139,61 @@ func TestPartReaderCloseEarly(t *testing.T) {
 		}
 		if err := r.Close(); err != nil {
 			t.Errorf("Close after %d bytes: %v", n, err)
+		}
+	}
+}
+
+// TestLargeWriteDigest writes parts in one big Write (split internally
+// into hashed chunks) and checks the committed digest and size against
+// an independent sha256, on the durable local backend.
+func TestLargeWriteDigest(t *testing.T) {
+	ctx := context.Background()
+	bk, err := storage.Open(ctx, "file://"+t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bk.Close()
+	s, err := checkpoint.New(bk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := []int{64<<10 - 1, 64 << 10, 8 << 20, 8<<20 + 1, 17<<20 + 5}
+	data := make([]byte, sizes[len(sizes)-1])
+	rand.NewChaCha8([32]byte{9}).Read(data)
+	w, err := s.Begin(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range sizes {
+		pw, err := w.Create(ctx, fmt.Sprint("p", n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err := pw.Write(data[:n]); m != n || err != nil {
+			t.Fatalf("Write(%d bytes) = %d, %v", n, m, err)
+		}
+		if err := pw.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := w.Commit(ctx, checkpoint.Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ck, err := s.At(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range sizes {
+		name := fmt.Sprint("p", n)
+		p, ok := info.Part(name)
+		sum := sha256.Sum256(data[:n])
+		if !ok || p.Size != int64(n) || p.SHA256 != hex.EncodeToString(sum[:]) {
+			t.Errorf("part %s = %+v, want size %d sha256 %x", name, p, n, sum)
+		}
+		got, err := ck.ReadAll(ctx, name)
+		if err != nil || !bytes.Equal(got, data[:n]) {
+			t.Errorf("ReadAll(%s): %d bytes, %v", name, len(got), err)
 		}
 	}
 }
