@@ -33,16 +33,35 @@ func (c *Checkpoint) Open(ctx context.Context, name string) (io.ReadCloser, erro
 		r.Close()
 		return nil, fmt.Errorf("%w: step %d part %q is %d bytes, committed %d", ErrCorrupt, c.Step, name, r.Size(), p.Size)
 	}
-	return &partReader{r: r, p: p, step: c.Step, h: sha256.New()}, nil
+	pr := &partReader{r: r, p: p, step: c.Step, h: sha256.New()}
+	if p.Size >= pipelineMin {
+		pr.bufs[0] = make([]byte, hashChunk)
+		pr.bufs[1] = make([]byte, hashChunk)
+	}
+	return pr, nil
 }
+
+// Parts of at least pipelineMin bytes are hashed on a helper goroutine,
+// overlapping the hash with the next reads: what Read returns is copied
+// into one of two hashChunk buffers, and each full buffer is hashed while
+// the other fills. Smaller parts are hashed on the reading goroutine.
+const (
+	hashChunk   = 1 << 20
+	pipelineMin = 1 << 20
+)
 
 type partReader struct {
 	r    io.ReadCloser
 	p    PartInfo
 	step int64
-	h    hash.Hash
+	h    hash.Hash // owned by the helper goroutine while hashing != nil
 	n    int64
 	err  error // sticky verdict once the end was reached
+
+	bufs    [2][]byte     // nil unless pipelined
+	cur     int           // index of the buffer being filled
+	fill    int           // bytes of bufs[cur] filled
+	hashing chan struct{} // closed when the hash of bufs[1-cur] is done
 }
 
 func (r *partReader) Read(b []byte) (int, error) {
@@ -50,12 +69,13 @@ func (r *partReader) Read(b []byte) (int, error) {
 		return 0, r.err
 	}
 	n, err := r.r.Read(b)
-	r.h.Write(b[:n])
 	r.n += int64(n)
 	if r.n > r.p.Size {
+		r.wait()
 		r.err = fmt.Errorf("%w: step %d part %q is longer than its committed %d bytes", ErrCorrupt, r.step, r.p.Name, r.p.Size)
 		return n, r.err
 	}
+	r.absorb(b[:n])
 	if err == io.EOF {
 		r.err = r.verdict()
 		return n, r.err
@@ -66,7 +86,43 @@ func (r *partReader) Read(b []byte) (int, error) {
 	return n, nil
 }
 
+// absorb feeds b to the hash: directly, or through the buffers.
+func (r *partReader) absorb(b []byte) {
+	if r.bufs[0] == nil {
+		r.h.Write(b)
+		return
+	}
+	for len(b) > 0 {
+		c := copy(r.bufs[r.cur][r.fill:], b)
+		r.fill += c
+		b = b[c:]
+		if r.fill == len(r.bufs[r.cur]) {
+			r.wait()
+			full, done, h := r.bufs[r.cur], make(chan struct{}), r.h
+			go func() {
+				h.Write(full)
+				close(done)
+			}()
+			r.hashing = done
+			r.cur, r.fill = 1-r.cur, 0
+		}
+	}
+}
+
+// wait waits for the hash in flight, if any.
+func (r *partReader) wait() {
+	if r.hashing != nil {
+		<-r.hashing
+		r.hashing = nil
+	}
+}
+
 func (r *partReader) verdict() error {
+	r.wait()
+	if r.bufs[0] != nil {
+		r.h.Write(r.bufs[r.cur][:r.fill])
+		r.fill = 0
+	}
 	if r.n != r.p.Size {
 		return fmt.Errorf("%w: step %d part %q ended after %d of %d bytes", ErrCorrupt, r.step, r.p.Name, r.n, r.p.Size)
 	}
@@ -79,6 +135,7 @@ func (r *partReader) verdict() error {
 // Close closes the reader. It returns the ErrCorrupt verdict if the end
 // of the part was reached and it did not verify.
 func (r *partReader) Close() error {
+	r.wait()
 	cerr := r.r.Close()
 	if r.err != nil && r.err != io.EOF {
 		return r.err

@@ -106,7 +106,10 @@ type partWriter struct {
 	ack    chan struct{}
 }
 
-const overlapMin = 64 << 10
+const (
+	overlapMin = 64 << 10
+	writeChunk = 8 << 20
+)
 
 func (p *partWriter) Write(b []byte) (int, error) {
 	if p.err != nil {
@@ -134,20 +137,31 @@ func (p *partWriter) Write(b []byte) (int, error) {
 			}
 		}()
 	}
-	p.req <- b
-	n, err := p.bw.Write(b)
-	<-p.ack
-	if n != len(b) {
-		// The hash saw all of b; the part is failed anyway.
-		if err == nil {
-			err = io.ErrShortWrite
+	// Hash and write in chunks so that a huge Write (bytes.Reader.WriteTo
+	// hands over a whole part) reaches the bucket progressively: the
+	// local backend starts writeback per chunk, overlapping the disk with
+	// hashing and copying.
+	total := 0
+	for len(b) > 0 {
+		c := b[:min(len(b), writeChunk)]
+		b = b[len(c):]
+		p.req <- c
+		n, err := p.bw.Write(c)
+		<-p.ack
+		if n != len(c) {
+			// The hash saw all of c; the part is failed anyway.
+			if err == nil {
+				err = io.ErrShortWrite
+			}
+		}
+		p.n += int64(n)
+		total += n
+		if err != nil {
+			p.err = fmt.Errorf("checkpoint: write %s: %w", p.key, err)
+			return total, p.err
 		}
 	}
-	p.n += int64(n)
-	if err != nil {
-		p.err = fmt.Errorf("checkpoint: write %s: %w", p.key, err)
-	}
-	return n, p.err
+	return total, nil
 }
 
 // ReadFrom lets io.Copy stream with large buffers.
