@@ -112,6 +112,44 @@ func (c *comparison) report(b *testing.B, n int) {
 	}
 }
 
+// streamTo writes benchSize bytes of the benchmark's data to key as one
+// stream of unknown length, as a checkpoint part is written.
+func streamTo(ctx context.Context, bkt *blob.Bucket, key string, opts *blob.WriterOptions) error {
+	w, err := bkt.NewWriter(ctx, key, opts)
+	if err != nil {
+		return err
+	}
+	if _, err := newChunkSource(benchSize).WriteTo(w); err != nil {
+		_ = w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+// compareEach times base, then subj (with its memory measured), once per
+// iteration, and reports the sums.
+func compareEach(b *testing.B, base, subj func() error) {
+	var c comparison
+	n := 0
+	for b.Loop() {
+		d1, err := timeIt(base)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d2, err := timeIt(func() error {
+			defer c.measure()()
+			return subj()
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.base += d1
+		c.subj += d2
+		n++
+	}
+	c.report(b, n)
+}
+
 func timeIt(f func() error) (time.Duration, error) {
 	t0 := time.Now()
 	err := f()
@@ -143,15 +181,7 @@ func BenchmarkLocal(b *testing.B) {
 	}
 	writeStorage := func(c *comparison) error {
 		defer c.measure()()
-		w, err := bkt.NewWriter(ctx, key, nil)
-		if err != nil {
-			return err
-		}
-		if _, err := newChunkSource(benchSize).WriteTo(w); err != nil {
-			_ = w.Close()
-			return err
-		}
-		return w.Close()
+		return streamTo(ctx, bkt, key, nil)
 	}
 	b.Run("Write1GiB", func(b *testing.B) {
 		var c comparison
@@ -259,34 +289,8 @@ func BenchmarkS3(b *testing.B) {
 	}
 	for _, v := range variants {
 		b.Run("Write1GiB/"+v.name, func(b *testing.B) {
-			var c comparison
-			n := 0
-			for b.Loop() {
-				d1, err := timeIt(putBare)
-				if err != nil {
-					b.Fatal(err)
-				}
-				d2, err := timeIt(func() error {
-					defer c.measure()()
-					opts := v.opts
-					w, err := bkt.NewWriter(ctx, "model", &opts)
-					if err != nil {
-						return err
-					}
-					if _, err := newChunkSource(benchSize).WriteTo(w); err != nil {
-						_ = w.Close()
-						return err
-					}
-					return w.Close()
-				})
-				if err != nil {
-					b.Fatal(err)
-				}
-				c.base += d1
-				c.subj += d2
-				n++
-			}
-			c.report(b, n)
+			opts := v.opts
+			compareEach(b, putBare, func() error { return streamTo(ctx, bkt, "model", &opts) })
 		})
 	}
 	// The same protocol as a streamed write (multipart upload of a stream
@@ -297,41 +301,16 @@ func BenchmarkS3(b *testing.B) {
 			o.PartSizeBytes = int64(storage.S3StreamingWriterOptions.BufferSize)
 			o.Concurrency = storage.S3StreamingWriterOptions.MaxConcurrency
 		})
-		var c comparison
-		n := 0
-		for b.Loop() {
-			d1, err := timeIt(func() error {
-				_, err := tm.UploadObject(ctx, &transfermanager.UploadObjectInput{
-					Bucket: aws.String(name),
-					Key:    aws.String("bare-multipart.bin"),
-					Body:   struct{ io.Reader }{newChunkSource(benchSize)},
-				})
-				return err
+		bare := func() error {
+			_, err := tm.UploadObject(ctx, &transfermanager.UploadObjectInput{
+				Bucket: aws.String(name),
+				Key:    aws.String("bare-multipart.bin"),
+				Body:   struct{ io.Reader }{newChunkSource(benchSize)},
 			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			d2, err := timeIt(func() error {
-				defer c.measure()()
-				opts := storage.S3StreamingWriterOptions
-				w, err := bkt.NewWriter(ctx, "model", &opts)
-				if err != nil {
-					return err
-				}
-				if _, err := newChunkSource(benchSize).WriteTo(w); err != nil {
-					_ = w.Close()
-					return err
-				}
-				return w.Close()
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			c.base += d1
-			c.subj += d2
-			n++
+			return err
 		}
-		c.report(b, n)
+		opts := storage.S3StreamingWriterOptions
+		compareEach(b, bare, func() error { return streamTo(ctx, bkt, "model", &opts) })
 	})
 	b.Run("Read1GiB", func(b *testing.B) {
 		buf := make([]byte, 1<<20)
